@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class BuffersConfig(AppConfig):
+    name = "buffers"
+    verbose_name = "Conversation buffers"

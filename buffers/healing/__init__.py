@@ -1,0 +1,94 @@
+"""The pure core of FlowDrop Web: the GR-MEM buffer rules, with no Django import.
+
+Every entry point (views, admin, API, commands) reaches these through
+``buffers.services``; nothing else re-implements a rule.
+"""
+
+from __future__ import annotations
+
+from .analysis import FINDING_LABELS, Analysis, Finding, UnansweredCall, analyze
+from .errors import InvalidInput, Problem
+from .facts import (
+    BufferFacts,
+    BufferIndex,
+    OpenCall,
+    ResultSlot,
+    facts_from_messages,
+    ids_in_batch,
+    index_buffer,
+)
+from .ids import (
+    call_id,
+    declared_call_ids,
+    declared_calls,
+    is_placeholder,
+    result_call_id,
+    usable_id,
+)
+from .messages import (
+    INTERRUPTED_TEXT,
+    ROLES,
+    Message,
+    Role,
+    appendable_problems,
+    parse_message,
+    parse_messages,
+    placeholder_for,
+)
+from .planner import (
+    DROP_REASONS,
+    AppendPlan,
+    AppendReport,
+    Declaration,
+    Dropped,
+    Healed,
+    Insert,
+    Outcome,
+    Replaced,
+    Replacement,
+    apply_plan,
+    plan_append,
+)
+
+__all__ = [
+    "DROP_REASONS",
+    "FINDING_LABELS",
+    "INTERRUPTED_TEXT",
+    "ROLES",
+    "Analysis",
+    "AppendPlan",
+    "AppendReport",
+    "BufferFacts",
+    "BufferIndex",
+    "Declaration",
+    "Dropped",
+    "Finding",
+    "Healed",
+    "Insert",
+    "InvalidInput",
+    "Message",
+    "OpenCall",
+    "Outcome",
+    "Problem",
+    "Replaced",
+    "Replacement",
+    "ResultSlot",
+    "Role",
+    "UnansweredCall",
+    "analyze",
+    "appendable_problems",
+    "apply_plan",
+    "call_id",
+    "declared_call_ids",
+    "declared_calls",
+    "facts_from_messages",
+    "ids_in_batch",
+    "index_buffer",
+    "is_placeholder",
+    "parse_message",
+    "parse_messages",
+    "placeholder_for",
+    "plan_append",
+    "result_call_id",
+    "usable_id",
+]

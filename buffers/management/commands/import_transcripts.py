@@ -1,0 +1,63 @@
+"""manage.py import_transcripts FILE...: store transcripts verbatim (see buffers.transcripts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from buffers import services
+from buffers.healing import InvalidInput
+from buffers.transcripts import read_transcript_file
+
+
+class Command(BaseCommand):
+    help = (
+        "Store transcripts exactly as given (no healing, no dedup). Each file is read whole "
+        "and written in one transaction: a file with any error writes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+        parser.add_argument(
+            "--skip-existing",
+            action="store_true",
+            help="Leave a conversation alone when its key is already stored, instead of failing.",
+        )
+
+    def handle(self, *args: Any, files: list[Path], skip_existing: bool, **options: Any) -> None:
+        failed = 0
+        for path in files:
+            try:
+                conversations = read_transcript_file(path)
+                total = sum(len(c.messages) for c in conversations)
+                with tqdm(
+                    total=total,
+                    unit="msg",
+                    desc=path.name,
+                    file=self.stderr,
+                    disable=total < 10_000 or options["verbosity"] == 0,
+                ) as bar:
+                    created = services.import_conversations(
+                        conversations,
+                        on_existing="skip" if skip_existing else "error",
+                        progress=bar.update,
+                    )
+            except InvalidInput as error:
+                failed += 1
+                for problem in error.problems:
+                    self.stderr.write(
+                        f"{problem}" if str(path) in problem.path else f"{path}: {problem}"
+                    )
+                self.stderr.write(f"{path}: nothing was imported from this file")
+                continue
+            skipped = len(conversations) - len(created)
+            message_count = sum(c.message_count for c in created)
+            summary = f"{path}: imported {len(created)} conversations, {message_count} messages"
+            if skipped:
+                summary += f" ({skipped} already stored, skipped)"
+            self.stdout.write(summary)
+        if failed:
+            raise CommandError(f"{failed} of {len(files)} files had errors and were not imported")

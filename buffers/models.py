@@ -1,0 +1,209 @@
+"""Stored conversations.
+
+A buffer is a list whose middle grows: healing inserts a placeholder directly
+after the turn that declared an unanswered call, anywhere in the buffer. Reads by
+position (a page at offset 99,950; the index of an inserted placeholder) are far
+more frequent than those inserts. So the order is kept in two levels
+(docs/decisions.md, "Buffer order"): messages live in ``Block``s of about
+``BLOCK_SIZE`` rows; a block knows the buffer index of its first message
+(``start``) and a message its ``slot`` in its block. A message's index is
+``block.start + slot``. An insert shifts the slots of the rows after it in its own
+block and the ``start`` of the blocks after it: a few hundred small rows, never the
+rest of the buffer.
+
+What the rules need (which ids are declared, which are answered, which rows are
+placeholders) is kept in indexed columns filled by the pure core's one id reader
+(MEM-11), so an append reads only the rows its batch names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar, cast
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import healing
+
+BLOCK_SIZE = 512
+
+
+class Scope(models.TextChoices):
+    """The storage scope of a FlowDrop memory value: scope, scope id and key name a buffer."""
+
+    GLOBAL = "global", "global"
+    USER = "user", "user"
+    SESSION = "session", "session"
+
+
+def new_key() -> str:
+    return f"conversation-{uuid.uuid4().hex}"
+
+
+class ConversationQuerySet(models.QuerySet["Conversation"]):
+    def with_unanswered_calls(self) -> ConversationQuerySet:
+        return self.filter(unanswered_count__gt=0)
+
+    def healed(self) -> ConversationQuerySet:
+        return self.filter(healed_count__gt=0)
+
+
+class Conversation(models.Model):
+    title = models.CharField(max_length=300, blank=True)
+    source = models.CharField(
+        max_length=300, blank=True, help_text="Where the transcript came from (a file, a runtime)."
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DB_SET_NULL,
+        related_name="conversations",
+    )
+    scope = models.CharField(max_length=20, choices=Scope, default=Scope.GLOBAL)
+    scope_id = models.CharField(
+        max_length=100, blank=True, default="", help_text='Empty for the "global" scope.'
+    )
+    key = models.CharField(max_length=200, default=new_key)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    # Kept by the service in the same transaction as every write to the buffer.
+    message_count = models.IntegerField(default=0, editable=False)
+    unanswered_count = models.IntegerField(
+        default=0, editable=False, help_text="Declared calls with no result anywhere."
+    )
+    healed_count = models.IntegerField(
+        default=0, editable=False, help_text="Healed placeholders the buffer holds."
+    )
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-updated_at", "-id"]
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(
+                fields=["scope", "scope_id", "key"], name="conversation_storage_identity"
+            ),
+            models.CheckConstraint(
+                condition=Q(message_count__gte=0)
+                & Q(unanswered_count__gte=0)
+                & Q(healed_count__gte=0),
+                name="conversation_counts_not_negative",
+            ),
+        ]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["-updated_at", "-id"], name="conversation_recent"),
+            models.Index(fields=["unanswered_count"], name="conversation_unanswered"),
+            models.Index(fields=["healed_count"], name="conversation_healed"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class Block(models.Model):
+    """A run of consecutive messages of one buffer; see the module docstring."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.DB_CASCADE, related_name="blocks"
+    )
+    start = models.IntegerField(help_text="The buffer index of this block's first message.")
+    size = models.IntegerField(default=0)
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(fields=["conversation", "start"], name="block_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"messages {self.start}..{self.start + self.size - 1}"
+
+
+BUFFER_INDEX = F("block__start") + F("slot")
+"""A message's index in its buffer: ``.annotate(index=BUFFER_INDEX)``."""
+
+
+class MessageQuerySet(models.QuerySet["Message"]):
+    def in_buffer_order(self) -> MessageQuerySet:
+        return self.order_by("block__start", "slot")
+
+
+class Message(models.Model):
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.DB_CASCADE, related_name="messages"
+    )
+    block = models.ForeignKey(Block, on_delete=models.DB_CASCADE, related_name="messages")
+    slot = models.IntegerField()
+    role = models.CharField(max_length=16, choices=[(r, r) for r in healing.ROLES])
+    content = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    # Derived through healing.result_call_id / healing.is_placeholder; never set by hand.
+    # NULL (not "") for "answers no call", so the partial index below skips those rows.
+    answers_call_id = models.TextField(null=True, blank=True, editable=False)  # noqa: DJ001
+    is_placeholder = models.BooleanField(default=False, editable=False)
+
+    objects = MessageQuerySet.as_manager()
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(fields=["block", "slot"], name="message_slot"),
+        ]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(
+                fields=["conversation", "answers_call_id"],
+                condition=Q(answers_call_id__isnull=False),
+                name="message_answers_call",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} message in {self.conversation_id}"
+
+    def as_core(self) -> healing.Message:
+        """This row as the pure core's message (trusted: it was validated on the way in)."""
+        return healing.Message.model_construct(
+            role=cast(healing.Role, self.role), content=self.content, metadata=self.metadata
+        )
+
+    @classmethod
+    def from_core(cls, message: healing.Message, **fields: Any) -> Message:
+        return cls(
+            role=message.role,
+            content=message.content,
+            metadata=message.metadata,
+            answers_call_id=healing.result_call_id(message),
+            is_placeholder=healing.is_placeholder(message),
+            **fields,
+        )
+
+
+class DeclaredCall(models.Model):
+    """A tool call id a buffer declares, at the turn that owns it (its first declaration)."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.DB_CASCADE, related_name="declared_calls"
+    )
+    message = models.ForeignKey(Message, on_delete=models.DB_CASCADE, related_name="declared_calls")
+    call_id = models.TextField()
+    ordinal = models.IntegerField(help_text="The call's place in the turn's tool_calls.")
+    answered = models.BooleanField(
+        help_text="A tool result (real or placeholder) for this id is somewhere in the buffer."
+    )
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(fields=["conversation", "call_id"], name="declared_call_once"),
+        ]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(
+                fields=["conversation"], condition=Q(answered=False), name="declared_call_open"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.call_id

@@ -1,0 +1,473 @@
+"""The one place that writes a buffer.
+
+Views, the admin, the API and the management commands call these functions; the
+rules themselves live in the pure core (``buffers.healing``). Every write is one
+transaction. Appends are serialized per conversation (MEM-12).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import batched
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import Case, F, Value, When
+from django.utils import timezone
+
+from . import healing
+from .models import BLOCK_SIZE, Block, Conversation, DeclaredCall, Message, Scope
+
+log = logging.getLogger("buffers")
+
+MAX_BATCH = 10_000
+"""The most messages one append may carry."""
+
+_ID_CHUNK = 5_000
+_INSERT_BATCH = 2_000
+_SQLITE_BUSY_RETRIES = 5
+_COLLISION_RETRIES = 3
+
+
+class ConversationNotFound(LookupError):
+    pass
+
+
+class BufferBusy(RuntimeError):
+    """SQLite's write lock stayed taken through every bounded wait (see MEM-12 in decisions)."""
+
+
+@dataclass(frozen=True)
+class ConversationIn:
+    """A conversation to store verbatim: what an import file or the API hands over."""
+
+    messages: Sequence[healing.Message]
+    title: str = ""
+    source: str = ""
+    key: str | None = None
+    scope: str = Scope.GLOBAL
+    scope_id: str = ""
+
+
+# Appending under the rules.
+
+
+def append_messages(
+    *, conversation_id: int, messages: Sequence[healing.Message], via: str
+) -> healing.AppendReport:
+    """Append a batch under MEM-1, 2, 3, 10, 11 and 14; return what happened (MEM-14).
+
+    Raises ``InvalidInput`` (nothing written) when a message cannot be appended under
+    the rules, and ``ConversationNotFound``.
+    """
+    if len(messages) > MAX_BATCH:
+        raise healing.InvalidInput(
+            [
+                healing.Problem(
+                    "messages", f"holds {len(messages)} messages; the most is {MAX_BATCH}"
+                )
+            ]
+        )
+    problems = healing.appendable_problems(messages)
+    if problems:
+        raise healing.InvalidInput(problems)
+
+    def append(conversation: Conversation) -> healing.AppendReport:
+        facts, rows = _load_facts(conversation, messages)
+        plan = healing.plan_append(facts, messages)
+        _apply(conversation, plan, rows)
+        return plan.report
+
+    for attempt in range(_COLLISION_RETRIES):
+        try:
+            return _serialized(conversation_id, via, append)
+        except IntegrityError:
+            # Only an append that had to proceed unserialized can collide with another;
+            # planning again on the buffer as it now is puts the turn in (MEM-12).
+            if attempt == _COLLISION_RETRIES - 1:
+                raise
+            log.warning(
+                "append to conversation %s via %s collided with a concurrent append; retrying",
+                conversation_id,
+                via,
+            )
+    raise AssertionError("unreachable")
+
+
+def _serialized[T](conversation_id: int, via: str, work: Callable[[Conversation], T]) -> T:
+    """Run ``work`` on the conversation inside one transaction that holds its buffer lock.
+
+    PostgreSQL: a row lock on the conversation (its scope, scope id and key name one
+    row), waited for at most FLOWDROP_BUFFER_LOCK_WAIT seconds; past that the append
+    proceeds without it and logs a warning. SQLite: BEGIN IMMEDIATE takes the database
+    write lock, waiting up to the same bound; SQLite cannot write without it, so the
+    append logs a warning and waits again rather than dropping the turn.
+    """
+    for attempt in range(_SQLITE_BUSY_RETRIES + 1):
+        try:
+            with transaction.atomic():
+                conversation = _lock(conversation_id, via)
+                return work(conversation)
+        except OperationalError as error:
+            if connection.vendor != "sqlite" or "locked" not in str(error):
+                raise
+            log.warning(
+                "MEM-12: append to conversation %s via %s waited %ss for the SQLite write lock "
+                "(attempt %s of %s); waiting again",
+                conversation_id,
+                via,
+                settings.FLOWDROP_BUFFER_LOCK_WAIT,
+                attempt + 1,
+                _SQLITE_BUSY_RETRIES + 1,
+            )
+    raise BufferBusy(f"conversation {conversation_id} stayed locked; nothing was written")
+
+
+def _lock(conversation_id: int, via: str) -> Conversation:
+    conversations = Conversation.objects.filter(pk=conversation_id)
+    if connection.vendor != "postgresql":
+        # SQLite: BEGIN IMMEDIATE already holds the database write lock.
+        return _get(conversations, conversation_id)
+    wait_ms = max(1, round(settings.FLOWDROP_BUFFER_LOCK_WAIT * 1000))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+    try:
+        with transaction.atomic():
+            return _get(conversations.select_for_update(), conversation_id)
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        log.warning(
+            "MEM-12: append to conversation %s via %s could not take the buffer lock within "
+            "%sms; proceeding unserialized",
+            conversation_id,
+            via,
+            wait_ms,
+        )
+        return _get(conversations, conversation_id)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', '0', true)")
+
+
+def _get(conversations: Any, conversation_id: int) -> Conversation:
+    try:
+        conversation: Conversation = conversations.get()
+    except Conversation.DoesNotExist:
+        raise ConversationNotFound(f"no conversation {conversation_id}") from None
+    return conversation
+
+
+@dataclass(frozen=True)
+class _Row:
+    """Where a stored message lives, for the rows a plan touches."""
+
+    pk: int
+    block_id: int
+    block_start: int
+    slot: int
+
+    @property
+    def position(self) -> int:
+        return self.block_start + self.slot
+
+
+def _load_facts(
+    conversation: Conversation, batch: Sequence[healing.Message]
+) -> tuple[healing.BufferFacts, dict[int, _Row]]:
+    """The facts the planner needs, read from the index columns for this batch's ids only."""
+    ids = healing.ids_in_batch(batch)
+    rows: dict[int, _Row] = {}
+    holders: dict[str, list[tuple[int, bool]]] = {}
+    declared: set[str] = set()
+    for chunk in batched(sorted(ids), _ID_CHUNK):
+        for call_id, placeholder, *where in Message.objects.filter(
+            conversation=conversation, answers_call_id__in=chunk
+        ).values_list(
+            "answers_call_id", "is_placeholder", "pk", "block_id", "block__start", "slot"
+        ):
+            row = _Row(*where)
+            rows[row.position] = row
+            holders.setdefault(str(call_id), []).append((row.position, placeholder))
+        declared.update(
+            DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).values_list(
+                "call_id", flat=True
+            )
+        )
+    results = {}
+    for call_id, held in holders.items():
+        held.sort()
+        real = [position for position, placeholder in held if not placeholder]
+        results[call_id] = healing.ResultSlot(real[0] if real else held[0][0], placeholder=not real)
+
+    open_calls = None
+    if any(message.role == "user" for message in batch):
+        open_calls = []
+        for call_id, ordinal, *where in DeclaredCall.objects.filter(
+            conversation=conversation, answered=False
+        ).values_list(
+            "call_id",
+            "ordinal",
+            "message_id",
+            "message__block_id",
+            "message__block__start",
+            "message__slot",
+        ):
+            row = _Row(*where)
+            rows[row.position] = row
+            open_calls.append(healing.OpenCall(call_id, row.position, ordinal))
+
+    facts = healing.BufferFacts(
+        length=conversation.message_count,
+        results=results,
+        declared=declared,
+        open_calls=open_calls,
+        covers=ids,
+    )
+    return facts, rows
+
+
+def _apply(conversation: Conversation, plan: healing.AppendPlan, rows: dict[int, _Row]) -> None:
+    for replacement in plan.replacements:
+        message = replacement.message
+        Message.objects.filter(pk=rows[replacement.original_position].pk).update(
+            content=message.content,
+            metadata=message.metadata,
+            answers_call_id=healing.result_call_id(message),
+            is_placeholder=healing.is_placeholder(message),
+        )
+
+    # Mid-buffer inserts (healing placeholders) go into the block of the turn they follow.
+    inserted_in: dict[int, int] = {}
+    shifts_in: dict[int, list[tuple[int, int]]] = {}
+    for gap in sorted({insert.gap for insert in plan.mid_buffer_inserts()}):
+        owner = rows[gap - 1]
+        count = sum(1 for insert in plan.inserts if insert.gap == gap)
+        inserted_in[owner.block_id] = inserted_in.get(owner.block_id, 0) + count
+        shifts_in.setdefault(owner.block_id, []).append((owner.slot, count))
+    _shift_slots(shifts_in)
+    first_gap = min((i.gap for i in plan.mid_buffer_inserts()), default=None)
+    if first_gap is not None:
+        _shift_block_starts(conversation, plan, first_gap)
+
+    new_rows: list[Message] = []
+    for insert in plan.mid_buffer_inserts():
+        owner = rows[insert.gap - 1]
+        new_start = plan.shifted(owner.block_start)
+        new_rows.append(
+            Message.from_core(
+                insert.message,
+                conversation=conversation,
+                block_id=owner.block_id,
+                slot=insert.position - new_start,
+            )
+        )
+    tail = [insert for insert in plan.inserts if insert.gap == plan.length_before]
+    new_rows += _place_tail(conversation, tail, inserted_in)
+    Message.objects.bulk_create(new_rows, batch_size=_INSERT_BATCH)
+    _resize_blocks(inserted_in)
+
+    message_at = dict(_positions(plan, new_rows))
+    DeclaredCall.objects.bulk_create(
+        [
+            DeclaredCall(
+                conversation=conversation,
+                message=message_at[declaration.position],
+                call_id=declaration.call_id,
+                ordinal=declaration.ordinal,
+                answered=declaration.answered,
+            )
+            for declaration in plan.declarations
+        ],
+        batch_size=_INSERT_BATCH,
+    )
+    for chunk in batched(plan.answered, _ID_CHUNK):
+        DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
+            answered=True
+        )
+    Conversation.objects.filter(pk=conversation.pk).update(
+        message_count=F("message_count") + len(plan.inserts),
+        unanswered_count=F("unanswered_count") + plan.unanswered_delta,
+        healed_count=F("healed_count") + plan.placeholders_delta,
+        updated_at=timezone.now(),
+    )
+
+
+def _positions(plan: healing.AppendPlan, new_rows: list[Message]) -> Iterable[tuple[int, Message]]:
+    mid = [insert.position for insert in plan.mid_buffer_inserts()]
+    tail = [insert.position for insert in plan.inserts if insert.gap == plan.length_before]
+    return zip(mid + tail, new_rows, strict=True)
+
+
+def _shift_slots(shifts_in: dict[int, list[tuple[int, int]]]) -> None:
+    """Make room in each block after the slots that receive rows. A row after several
+    insert points moves by all of them. Slots are unique per block, so rows go through
+    negative values (``-slot - 1``) and back, never clashing on the way."""
+    for block_id, shifts in shifts_in.items():
+        whens = []
+        moved = 0
+        for after_slot, count in sorted(shifts):
+            moved += count
+            whens.append(When(slot__gt=after_slot, then=Value(moved)))
+        lowest = min(slot for slot, _ in shifts)
+        Message.objects.filter(block_id=block_id, slot__gt=lowest).update(
+            slot=-(F("slot") + Case(*reversed(whens), default=Value(0))) - 1
+        )
+        Message.objects.filter(block_id=block_id, slot__lt=0).update(slot=-F("slot") - 1)
+
+
+def _shift_block_starts(
+    conversation: Conversation, plan: healing.AppendPlan, first_gap: int
+) -> None:
+    gaps = sorted({i.gap for i in plan.mid_buffer_inserts()})
+    whens = [
+        When(start__gte=gap, then=Value(sum(1 for i in plan.inserts if i.gap <= gap)))
+        for gap in reversed(gaps)
+    ]
+    # Starts are unique per conversation: through negative values and back, as for slots.
+    blocks = Block.objects.filter(conversation=conversation, start__gte=first_gap)
+    blocks.update(start=-(F("start") + Case(*whens, default=Value(0))) - 1)
+    Block.objects.filter(conversation=conversation, start__lt=0).update(start=-F("start") - 1)
+
+
+def _place_tail(
+    conversation: Conversation, tail: Sequence[healing.Insert], inserted_in: dict[int, int]
+) -> list[Message]:
+    """Rows appended at the end: into the last block while it has room, then new blocks."""
+    if not tail:
+        return []
+    placed: list[Message] = []
+    remaining = list(tail)
+    last = Block.objects.filter(conversation=conversation).order_by("-start").first()
+    if last is not None:
+        room = max(0, BLOCK_SIZE - last.size - inserted_in.get(last.pk, 0))
+        for insert in remaining[:room]:
+            placed.append(
+                Message.from_core(
+                    insert.message,
+                    conversation=conversation,
+                    block_id=last.pk,
+                    slot=insert.position - last.start,
+                )
+            )
+        inserted_in[last.pk] = inserted_in.get(last.pk, 0) + len(remaining[:room])
+        remaining = remaining[room:]
+    chunks = [list(chunk) for chunk in batched(remaining, BLOCK_SIZE)]
+    blocks = Block.objects.bulk_create(
+        [
+            Block(conversation=conversation, start=chunk[0].position, size=len(chunk))
+            for chunk in chunks
+        ]
+    )
+    for block, chunk in zip(blocks, chunks, strict=True):
+        placed += [
+            Message.from_core(
+                insert.message,
+                conversation=conversation,
+                block=block,
+                slot=insert.position - block.start,
+            )
+            for insert in chunk
+        ]
+    return placed
+
+
+def _resize_blocks(inserted_in: dict[int, int]) -> None:
+    if not inserted_in:
+        return
+    Block.objects.filter(pk__in=inserted_in).update(
+        size=F("size")
+        + Case(*(When(pk=pk, then=Value(n)) for pk, n in inserted_in.items()), default=Value(0))
+    )
+
+
+# Storing transcripts verbatim.
+
+
+def import_conversations(
+    conversations: Sequence[ConversationIn],
+    *,
+    on_existing: Literal["error", "skip"] = "error",
+    progress: Callable[[int], object] | None = None,
+) -> list[Conversation]:
+    """Store each conversation exactly as given: no healing, no dedup (a crashed transcript
+    is kept as it is). All of them in one transaction: all are stored, or none.
+
+    Returns the conversations created; with ``on_existing="skip"`` one whose storage
+    identity (scope, scope id, key) is already taken is left alone.
+    """
+    created: list[Conversation] = []
+    with transaction.atomic():
+        for index, incoming in enumerate(conversations):
+            identity = {"scope": incoming.scope, "scope_id": incoming.scope_id}
+            if incoming.key is not None:
+                identity["key"] = incoming.key
+                if Conversation.objects.filter(**identity).exists():
+                    if on_existing == "skip":
+                        continue
+                    raise healing.InvalidInput(
+                        [
+                            healing.Problem(
+                                f"conversations[{index}].key",
+                                f"a conversation with key {incoming.key!r} in scope "
+                                f"{incoming.scope!r} is already stored",
+                            )
+                        ]
+                    )
+            conversation = Conversation.objects.create(
+                title=incoming.title, source=incoming.source, **identity
+            )
+            _write_verbatim(conversation, incoming.messages, progress)
+            created.append(conversation)
+    return created
+
+
+def _write_verbatim(
+    conversation: Conversation,
+    messages: Sequence[healing.Message],
+    progress: Callable[[int], object] | None,
+) -> None:
+    index = healing.index_buffer(messages)
+    blocks = Block.objects.bulk_create(
+        [
+            Block(
+                conversation=conversation, start=start, size=min(BLOCK_SIZE, len(messages) - start)
+            )
+            for start in range(0, len(messages), BLOCK_SIZE)
+        ]
+    )
+    rows = [
+        Message.from_core(
+            message,
+            conversation=conversation,
+            block=blocks[position // BLOCK_SIZE],
+            slot=position % BLOCK_SIZE,
+        )
+        for position, message in enumerate(messages)
+    ]
+    for chunk in batched(rows, _INSERT_BATCH):
+        Message.objects.bulk_create(chunk)
+        if progress:
+            progress(len(chunk))
+    DeclaredCall.objects.bulk_create(
+        [
+            DeclaredCall(
+                conversation=conversation,
+                message=rows[position],
+                call_id=call_id,
+                ordinal=ordinal,
+                answered=call_id in index.holders,
+            )
+            for call_id, (position, ordinal) in index.owners.items()
+        ],
+        batch_size=_INSERT_BATCH,
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(
+        message_count=len(messages),
+        unanswered_count=len(index.open_calls()),
+        healed_count=len(index.placeholders),
+    )
+    conversation.refresh_from_db()

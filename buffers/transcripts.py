@@ -1,0 +1,133 @@
+"""Reading transcript files in the stored shape, with errors that say where.
+
+A ``.json`` file holds one conversation (``{"title", "messages", ...}``) or a list
+of them; a ``.jsonl`` file holds one conversation per line. Each conversation::
+
+    {"title": "...", "source": "...", "key": "...", "scope": "global", "scope_id": "",
+     "messages": [{"role": ..., "content": ..., "metadata": {...}}, ...]}
+
+Only ``messages`` is required. Messages may be in the stored or the flat shape.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import healing
+from .healing import InvalidInput, Problem
+from .models import Scope
+from .services import ConversationIn
+
+_FIELDS = {"title", "source", "key", "scope", "scope_id", "messages"}
+_MAX_TEXT = {"title": 300, "source": 300, "key": 200, "scope_id": 100}
+
+
+def parse_conversation(raw: object, path: str) -> ConversationIn:
+    """One conversation object; ``path`` names it in errors (``line 3`` or ``conversations[2]``)."""
+    if not isinstance(raw, dict):
+        raise InvalidInput([Problem(path, "must be an object with a messages list")])
+    problems: list[Problem] = []
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        problems.append(
+            Problem(path, f"has unknown fields {', '.join(unknown)}; expected {sorted(_FIELDS)}")
+        )
+    if "messages" not in raw:
+        problems.append(Problem(f"{path}.messages", "is missing"))
+    text: dict[str, str] = {}
+    for field, limit in _MAX_TEXT.items():
+        value = raw.get(field, "")
+        if field == "key" and value is None:
+            continue
+        if not isinstance(value, str):
+            problems.append(Problem(f"{path}.{field}", "must be a string"))
+        elif len(value) > limit:
+            problems.append(Problem(f"{path}.{field}", f"is longer than {limit} characters"))
+        else:
+            text[field] = value
+    scope = raw.get("scope", Scope.GLOBAL)
+    if scope not in Scope.values:
+        problems.append(Problem(f"{path}.scope", f"must be one of {', '.join(Scope.values)}"))
+    elif scope == Scope.GLOBAL and text.get("scope_id"):
+        problems.append(Problem(f"{path}.scope_id", 'must be empty in the "global" scope'))
+    elif scope != Scope.GLOBAL and not text.get("scope_id"):
+        problems.append(Problem(f"{path}.scope_id", f'is required in the "{scope}" scope'))
+    messages: list[healing.Message] = []
+    try:
+        messages = healing.parse_messages(raw.get("messages", []), f"{path}.messages")
+    except InvalidInput as error:
+        problems.extend(error.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return ConversationIn(
+        messages=messages,
+        title=text.get("title", ""),
+        source=text.get("source", ""),
+        key=text.get("key") or None,
+        scope=str(scope),
+        scope_id=text.get("scope_id", ""),
+    )
+
+
+def read_transcript_file(path: Path) -> list[ConversationIn]:
+    """Every conversation in one file, or InvalidInput naming the file and each place."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(
+            [Problem(str(path), f"is not UTF-8 text (byte {error.start})")]
+        ) from None
+    except OSError as error:
+        raise InvalidInput([Problem(str(path), error.strerror or str(error))]) from None
+    try:
+        if path.suffix == ".jsonl":
+            return _read_jsonl(text)
+        return _read_json(text)
+    except InvalidInput as error:
+        raise error.within(f"{path}: ") from None
+
+
+def _read_json(text: str) -> list[ConversationIn]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidInput(
+            [Problem(f"line {error.lineno}, column {error.colno}", f"is not JSON: {error.msg}")]
+        ) from None
+    if isinstance(data, dict):
+        return [parse_conversation(data, "conversation")]
+    if not isinstance(data, list):
+        raise InvalidInput([Problem("file", "must hold a conversation object or a list of them")])
+    conversations: list[ConversationIn] = []
+    problems: list[Problem] = []
+    for index, item in enumerate(data):
+        try:
+            conversations.append(parse_conversation(item, f"conversations[{index}]"))
+        except InvalidInput as error:
+            problems.extend(error.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return conversations
+
+
+def _read_jsonl(text: str) -> list[ConversationIn]:
+    problems: list[Problem] = []
+    conversations: list[ConversationIn] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as error:
+            problems.append(
+                Problem(f"line {number}, column {error.colno}", f"is not JSON: {error.msg}")
+            )
+            continue
+        try:
+            conversations.append(parse_conversation(data, f"line {number}"))
+        except InvalidInput as error:
+            problems.extend(error.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return conversations

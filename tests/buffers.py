@@ -1,0 +1,79 @@
+"""Two ways to hold a buffer, one interface: the pure planner on a list, and the service on
+the database. Spec examples and property tests run through both and must agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from buffers import healing, selectors, services
+from buffers.models import Conversation
+
+
+def parse(raw: list[dict[str, Any]]) -> list[healing.Message]:
+    return healing.parse_messages(raw)
+
+
+def stored_shape(messages: list[healing.Message]) -> list[dict[str, Any]]:
+    return [m.as_stored() for m in messages]
+
+
+class PureBuffer:
+    engine = "pure"
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.messages = parse(messages)
+
+    def append(self, batch: list[dict[str, Any]]) -> healing.AppendReport:
+        incoming = parse(batch)
+        problems = healing.appendable_problems(incoming)
+        if problems:
+            raise healing.InvalidInput(problems)
+        plan = healing.plan_append(healing.facts_from_messages(self.messages), incoming)
+        self.messages = healing.apply_plan(self.messages, plan)
+        return plan.report
+
+    def stored(self) -> list[dict[str, Any]]:
+        return stored_shape(self.messages)
+
+
+class StoredBuffer:
+    engine = "db"
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.conversation = store(messages)
+
+    def append(self, batch: list[dict[str, Any]]) -> healing.AppendReport:
+        return services.append_messages(
+            conversation_id=self.conversation.pk, messages=parse(batch), via="tests"
+        )
+
+    def stored(self) -> list[dict[str, Any]]:
+        self.conversation.refresh_from_db()
+        return stored_shape(selectors.buffer_messages(self.conversation))
+
+
+def store(messages: list[dict[str, Any]], **fields: Any) -> Conversation:
+    [conversation] = services.import_conversations(
+        [services.ConversationIn(messages=parse(messages), **fields)]
+    )
+    return conversation
+
+
+def assistant(*ids: str, content: str = "", spelling: str = "tool_call_id") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content,
+        "metadata": {"tool_calls": [{spelling: i, "name": "search"} for i in ids]},
+    }
+
+
+def result(call_id: str, content: str = "result") -> dict[str, Any]:
+    return {"role": "tool", "content": content, "metadata": {"tool_call_id": call_id}}
+
+
+def placeholder(call_id: str) -> dict[str, Any]:
+    return healing.placeholder_for(call_id).as_stored()
+
+
+def user(content: str = "next") -> dict[str, Any]:
+    return {"role": "user", "content": content, "metadata": {}}
