@@ -53,4 +53,4 @@ conformance: setup
 	$(PY) -m tests.conformance --write
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .test-db.sqlite3* staticfiles
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .test-db-* staticfiles

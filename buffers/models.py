@@ -5,7 +5,7 @@ after the turn that declared an unanswered call, anywhere in the buffer. Reads b
 position (a page at offset 99,950; the index of an inserted placeholder) are far
 more frequent than those inserts. So the order is kept in two levels
 (docs/decisions.md, "Buffer order"): messages live in ``Block``s of about
-``BLOCK_SIZE`` rows; a block knows the buffer index of its first message
+``FLOWDROP_BUFFER_BLOCK_SIZE`` rows; a block knows the buffer index of its first message
 (``start``) and a message its ``slot`` in its block. A message's index is
 ``block.start + slot``. An insert shifts the slots of the rows after it in its own
 block and the ``start`` of the blocks after it: a few hundred small rows, never the
@@ -27,8 +27,6 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import healing
-
-BLOCK_SIZE = 512
 
 
 class Scope(models.TextChoices):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from typing import Any
+
+from django.db.models import QuerySet, Subquery
 
 from . import healing
 from .models import BUFFER_INDEX, Block, Conversation, Message
@@ -12,28 +14,28 @@ def conversations_recent() -> QuerySet[Conversation]:
     return Conversation.objects.order_by("-updated_at", "-id")
 
 
-def messages_page(conversation: Conversation, *, offset: int, limit: int) -> QuerySet[Message]:
-    """``limit`` messages from buffer index ``offset``, each annotated with its ``index``.
+def messages_page(conversation: Conversation, *, offset: int, limit: int) -> QuerySet[Any]:
+    """``limit`` messages from buffer index ``offset``, each annotated with its ``index``
+    (typed ``Any``: django-stubs cannot carry the annotation through the custom queryset).
 
-    A page at offset 99,950 costs what a page at offset 0 does: the block holding
-    ``offset`` is found by its indexed start, and rows by their slot within it.
+    A page at offset 99,950 costs what a page at offset 0 does: the blocks that hold the
+    page are found by their indexed start, and their rows by slot.
     """
-    first_block_start = (
-        Block.objects.filter(conversation=OuterRef("conversation"), start__lte=offset)
+    first_start = (
+        Block.objects.filter(conversation=conversation, start__lte=offset)
         .order_by("-start")
         .values("start")[:1]
     )
-    return (
-        Message.objects.in_buffer_order()
-        .annotate(index=BUFFER_INDEX)
-        .filter(
-            conversation=conversation,
-            block__start__gte=Subquery(first_block_start),
-            block__start__lt=offset + limit,
-            index__gte=offset,
-            index__lt=offset + limit,
-        )
+    covering = Block.objects.filter(
+        conversation=conversation, start__gte=Subquery(first_start), start__lt=offset + limit
     )
+    page = (
+        Message.objects.filter(block__in=covering.values("pk"))
+        .in_buffer_order()
+        .annotate(index=BUFFER_INDEX)
+        .filter(index__gte=offset, index__lt=offset + limit)
+    )
+    return page
 
 
 def buffer_messages(conversation: Conversation) -> list[healing.Message]:

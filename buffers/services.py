@@ -7,6 +7,7 @@ transaction. Appends are serialized per conversation (MEM-12).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from . import healing
-from .models import BLOCK_SIZE, Block, Conversation, DeclaredCall, Message, Scope
+from .models import Block, Conversation, DeclaredCall, Message, Scope
 
 log = logging.getLogger("buffers")
 
@@ -50,6 +51,8 @@ class ConversationIn:
     key: str | None = None
     scope: str = Scope.GLOBAL
     scope_id: str = ""
+    origin: str | None = None
+    """Where it came from, for errors (``line 3: conversation``); else its place in the batch."""
 
 
 # Appending under the rules.
@@ -106,32 +109,37 @@ def _serialized[T](conversation_id: int, via: str, work: Callable[[Conversation]
     write lock, waiting up to the same bound; SQLite cannot write without it, so the
     append logs a warning and waits again rather than dropping the turn.
     """
-    for attempt in range(_SQLITE_BUSY_RETRIES + 1):
+    wait_ms = max(1, round(settings.FLOWDROP_BUFFER_LOCK_WAIT * 1000))
+    attempts = _SQLITE_BUSY_RETRIES + 1
+    for attempt in range(1, attempts + 1):
+        if connection.vendor == "sqlite" and not connection.in_atomic_block:
+            with connection.cursor() as cursor:
+                cursor.execute(f"PRAGMA busy_timeout = {wait_ms}")
         try:
             with transaction.atomic():
-                conversation = _lock(conversation_id, via)
+                conversation = _lock(conversation_id, via, wait_ms)
                 return work(conversation)
         except OperationalError as error:
             if connection.vendor != "sqlite" or "locked" not in str(error):
                 raise
             log.warning(
-                "MEM-12: append to conversation %s via %s waited %ss for the SQLite write lock "
-                "(attempt %s of %s); waiting again",
+                "MEM-12: append to conversation %s via %s waited %sms for the SQLite write lock "
+                "(attempt %s of %s)%s",
                 conversation_id,
                 via,
-                settings.FLOWDROP_BUFFER_LOCK_WAIT,
-                attempt + 1,
-                _SQLITE_BUSY_RETRIES + 1,
+                wait_ms,
+                attempt,
+                attempts,
+                "; waiting again" if attempt < attempts else "; giving up, nothing written",
             )
     raise BufferBusy(f"conversation {conversation_id} stayed locked; nothing was written")
 
 
-def _lock(conversation_id: int, via: str) -> Conversation:
+def _lock(conversation_id: int, via: str, wait_ms: int) -> Conversation:
     conversations = Conversation.objects.filter(pk=conversation_id)
     if connection.vendor != "postgresql":
         # SQLite: BEGIN IMMEDIATE already holds the database write lock.
         return _get(conversations, conversation_id)
-    wait_ms = max(1, round(settings.FLOWDROP_BUFFER_LOCK_WAIT * 1000))
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
     try:
@@ -339,11 +347,12 @@ def _place_tail(
     """Rows appended at the end: into the last block while it has room, then new blocks."""
     if not tail:
         return []
+    block_size = settings.FLOWDROP_BUFFER_BLOCK_SIZE
     placed: list[Message] = []
     remaining = list(tail)
     last = Block.objects.filter(conversation=conversation).order_by("-start").first()
     if last is not None:
-        room = max(0, BLOCK_SIZE - last.size - inserted_in.get(last.pk, 0))
+        room = max(0, block_size - last.size - inserted_in.get(last.pk, 0))
         for insert in remaining[:room]:
             placed.append(
                 Message.from_core(
@@ -355,7 +364,7 @@ def _place_tail(
             )
         inserted_in[last.pk] = inserted_in.get(last.pk, 0) + len(remaining[:room])
         remaining = remaining[room:]
-    chunks = [list(chunk) for chunk in batched(remaining, BLOCK_SIZE)]
+    chunks = [list(chunk) for chunk in batched(remaining, block_size)]
     blocks = Block.objects.bulk_create(
         [
             Block(conversation=conversation, start=chunk[0].position, size=len(chunk))
@@ -400,20 +409,28 @@ def import_conversations(
     identity (scope, scope id, key) is already taken is left alone.
     """
     created: list[Conversation] = []
+    identities_here: set[tuple[str, str, str]] = set()
     with transaction.atomic():
         for index, incoming in enumerate(conversations):
-            identity = {"scope": incoming.scope, "scope_id": incoming.scope_id}
+            identity = {"scope": str(incoming.scope), "scope_id": incoming.scope_id}
             if incoming.key is not None:
                 identity["key"] = incoming.key
+                where = f"{incoming.origin or f'conversations[{index}]'}.key"
+                triple = (identity["scope"], incoming.scope_id, incoming.key)
+                if triple in identities_here:
+                    raise healing.InvalidInput(
+                        [healing.Problem(where, f"{incoming.key!r} is used twice in this import")]
+                    )
+                identities_here.add(triple)
                 if Conversation.objects.filter(**identity).exists():
                     if on_existing == "skip":
                         continue
                     raise healing.InvalidInput(
                         [
                             healing.Problem(
-                                f"conversations[{index}].key",
+                                where,
                                 f"a conversation with key {incoming.key!r} in scope "
-                                f"{incoming.scope!r} is already stored",
+                                f"{identity['scope']!r} is already stored",
                             )
                         ]
                     )
@@ -430,33 +447,70 @@ def _write_verbatim(
     messages: Sequence[healing.Message],
     progress: Callable[[int], object] | None,
 ) -> None:
+    """Rows, blocks and the declared-call index for a whole transcript.
+
+    Message rows go in without the ORM (COPY on PostgreSQL, ``executemany`` on SQLite):
+    building 100,000 model instances and compiling their INSERTs costs the ORM several
+    seconds, and this is the one bulk path (docs/decisions.md, "Import speed"). The values
+    are what the fields would write: JSON text for content and metadata, and the core's id
+    reader for the index columns.
+    """
     index = healing.index_buffer(messages)
+    block_size = settings.FLOWDROP_BUFFER_BLOCK_SIZE
     blocks = Block.objects.bulk_create(
         [
             Block(
-                conversation=conversation, start=start, size=min(BLOCK_SIZE, len(messages) - start)
+                conversation=conversation, start=start, size=min(block_size, len(messages) - start)
             )
-            for start in range(0, len(messages), BLOCK_SIZE)
+            for start in range(0, len(messages), block_size)
         ]
     )
-    rows = [
-        Message.from_core(
-            message,
-            conversation=conversation,
-            block=blocks[position // BLOCK_SIZE],
-            slot=position % BLOCK_SIZE,
-        )
-        for position, message in enumerate(messages)
-    ]
-    for chunk in batched(rows, _INSERT_BATCH):
-        Message.objects.bulk_create(chunk)
-        if progress:
-            progress(len(chunk))
+    columns = (
+        "conversation_id, block_id, slot, role, content, metadata, answers_call_id, is_placeholder"
+    )
+    with connection.cursor() as cursor:
+        for first, chunk in _chunks(messages, _INSERT_BATCH):
+            rows = [
+                (
+                    conversation.pk,
+                    blocks[position // block_size].pk,
+                    position % block_size,
+                    message.role,
+                    None if message.content is None else json.dumps(message.content),
+                    json.dumps(message.metadata),
+                    healing.result_call_id(message),
+                    healing.is_placeholder(message),
+                )
+                for position, message in enumerate(chunk, start=first)
+            ]
+            if connection.vendor == "postgresql":
+                copy = f"COPY {Message._meta.db_table} ({columns}) FROM STDIN"
+                with cursor.cursor.copy(copy) as target:
+                    for row in rows:
+                        target.write_row(row)
+            else:
+                cursor.executemany(
+                    f"INSERT INTO {Message._meta.db_table} ({columns}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    rows,
+                )
+            if progress:
+                progress(len(chunk))
+
+    block_start = {block.pk: block.start for block in blocks}
+    owner_positions = {position for position, _ in index.owners.values()}
+    pk_at = {
+        block_start[block_id] + slot: pk
+        for pk, block_id, slot in Message.objects.filter(
+            conversation=conversation, role="assistant"
+        ).values_list("pk", "block_id", "slot")
+        if block_start[block_id] + slot in owner_positions
+    }
     DeclaredCall.objects.bulk_create(
         [
             DeclaredCall(
                 conversation=conversation,
-                message=rows[position],
+                message_id=pk_at[position],
                 call_id=call_id,
                 ordinal=ordinal,
                 answered=call_id in index.holders,
@@ -471,3 +525,8 @@ def _write_verbatim(
         healed_count=len(index.placeholders),
     )
     conversation.refresh_from_db()
+
+
+def _chunks[T](items: Sequence[T], size: int) -> Iterable[tuple[int, Sequence[T]]]:
+    """``items`` in slices of ``size``, each with the index of its first item."""
+    return ((first, items[first : first + size]) for first in range(0, len(items), size))

@@ -16,15 +16,18 @@ from pathlib import Path
 
 from . import healing
 from .healing import InvalidInput, Problem
+from .healing.messages import describe, json_problem
 from .models import Scope
 from .services import ConversationIn
 
+TOO_DEEP = "nests arrays or objects too deeply to read"
 _FIELDS = {"title", "source", "key", "scope", "scope_id", "messages"}
 _MAX_TEXT = {"title": 300, "source": 300, "key": 200, "scope_id": 100}
 
 
-def parse_conversation(raw: object, path: str) -> ConversationIn:
-    """One conversation object; ``path`` names it in errors (``line 3`` or ``conversations[2]``)."""
+def parse_conversation(raw: object, path: str, origin: str | None = None) -> ConversationIn:
+    """One conversation object; ``path`` names it in errors (``conversation`` or
+    ``conversations[2]``), ``origin`` in the file (``line 3: conversation``) when it differs."""
     if not isinstance(raw, dict):
         raise InvalidInput([Problem(path, "must be an object with a messages list")])
     problems: list[Problem] = []
@@ -41,14 +44,17 @@ def parse_conversation(raw: object, path: str) -> ConversationIn:
         if field == "key" and value is None:
             continue
         if not isinstance(value, str):
-            problems.append(Problem(f"{path}.{field}", "must be a string"))
+            problems.append(Problem(f"{path}.{field}", f"must be a string, not {describe(value)}"))
+        elif problem := json_problem(value):
+            problems.append(Problem(f"{path}.{field}", problem))
         elif len(value) > limit:
             problems.append(Problem(f"{path}.{field}", f"is longer than {limit} characters"))
         else:
             text[field] = value
     scope = raw.get("scope", Scope.GLOBAL)
     if scope not in Scope.values:
-        problems.append(Problem(f"{path}.scope", f"must be one of {', '.join(Scope.values)}"))
+        allowed = ", ".join(Scope.values)
+        problems.append(Problem(f"{path}.scope", f"must be one of {allowed}, not {scope!r}"))
     elif scope == Scope.GLOBAL and text.get("scope_id"):
         problems.append(Problem(f"{path}.scope_id", 'must be empty in the "global" scope'))
     elif scope != Scope.GLOBAL and not text.get("scope_id"):
@@ -67,13 +73,14 @@ def parse_conversation(raw: object, path: str) -> ConversationIn:
         key=text.get("key") or None,
         scope=str(scope),
         scope_id=text.get("scope_id", ""),
+        origin=origin or path,
     )
 
 
 def read_transcript_file(path: Path) -> list[ConversationIn]:
     """Every conversation in one file, or InvalidInput naming the file and each place."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidInput(
             [Problem(str(path), f"is not UTF-8 text (byte {error.start})")]
@@ -95,10 +102,19 @@ def _read_json(text: str) -> list[ConversationIn]:
         raise InvalidInput(
             [Problem(f"line {error.lineno}, column {error.colno}", f"is not JSON: {error.msg}")]
         ) from None
+    except RecursionError:
+        raise InvalidInput([Problem("file", TOO_DEEP)]) from None
     if isinstance(data, dict):
         return [parse_conversation(data, "conversation")]
     if not isinstance(data, list):
-        raise InvalidInput([Problem("file", "must hold a conversation object or a list of them")])
+        raise InvalidInput(
+            [
+                Problem(
+                    "file",
+                    f"must hold a conversation object or a list of them, not {describe(data)}",
+                )
+            ]
+        )
     conversations: list[ConversationIn] = []
     problems: list[Problem] = []
     for index, item in enumerate(data):
@@ -114,7 +130,9 @@ def _read_json(text: str) -> list[ConversationIn]:
 def _read_jsonl(text: str) -> list[ConversationIn]:
     problems: list[Problem] = []
     conversations: list[ConversationIn] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines() would also split at U+2028, U+0085 and the
+    # like, which JSON strings may hold unescaped.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -124,10 +142,15 @@ def _read_jsonl(text: str) -> list[ConversationIn]:
                 Problem(f"line {number}, column {error.colno}", f"is not JSON: {error.msg}")
             )
             continue
+        except RecursionError:
+            problems.append(Problem(f"line {number}", TOO_DEEP))
+            continue
         try:
-            conversations.append(parse_conversation(data, f"line {number}"))
+            conversations.append(
+                parse_conversation(data, "conversation", origin=f"line {number}: conversation")
+            )
         except InvalidInput as error:
-            problems.extend(error.problems)
+            problems.extend(error.within(f"line {number}: ").problems)
     if problems:
         raise InvalidInput(problems)
     return conversations

@@ -78,6 +78,10 @@ TEMPLATES = [
 # FLOWDROP_BUFFER_LOCK_WAIT bounds that wait (and the row-lock wait on PostgreSQL): MEM-12.
 FLOWDROP_BUFFER_LOCK_WAIT = float(os.environ.get("FLOWDROP_BUFFER_LOCK_WAIT", "5"))
 
+# Buffers are stored in blocks of about this many messages (buffers/models.py): an insert
+# mid-buffer rewrites at most one block's rows and the starts of the blocks after it.
+FLOWDROP_BUFFER_BLOCK_SIZE = int(os.environ.get("FLOWDROP_BUFFER_BLOCK_SIZE", "512"))
+
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}", conn_max_age=0
@@ -90,8 +94,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file, not the in-memory default, so that threads and the live server used by
-    # the tests share one database the way the real server does.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")}
+    # the tests share one database the way the real server does (one file per test run).
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -109,8 +113,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
 # Serve straight from the app and project static folders: no collectstatic step to forget.
+# No STATIC_ROOT either: whitenoise warns about a missing one on every start, and the
+# test suite turns warnings into errors.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from tests.buffers import PureBuffer, StoredBuffer
+
 SPEC = Path(__file__).resolve().parent.parent / "docs" / "spec"
 
 
@@ -14,6 +16,17 @@ def spec_examples(rule: str) -> dict[int, Any]:
     """The JSON examples of one rule's narrative, by their number."""
     examples = json.loads((SPEC / "examples.json").read_text())
     return {e["n"]: e for e in examples if e["rule"] == rule}
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(PureBuffer, id="pure"),
+        pytest.param(StoredBuffer, id="db", marks=pytest.mark.django_db),
+    ]
+)
+def make_buffer(request: pytest.FixtureRequest) -> Any:
+    """A buffer class: the pure planner on a list, or the service on the database."""
+    return request.param
 
 
 @pytest.fixture

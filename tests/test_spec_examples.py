@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from buffers import healing
-
-from .buffers import PureBuffer, StoredBuffer, assistant, result
-from .conftest import spec_examples
+from tests.buffers import assistant, result
+from tests.conftest import spec_examples
 
 MEM1 = spec_examples("MEM-1")
 MEM2 = spec_examples("MEM-2")
@@ -21,16 +20,6 @@ MEM3 = spec_examples("MEM-3")
 MEM10 = spec_examples("MEM-10")
 MEM11 = spec_examples("MEM-11")
 MEM14 = spec_examples("MEM-14")
-
-
-@pytest.fixture(
-    params=[
-        pytest.param(PureBuffer, id="pure"),
-        pytest.param(StoredBuffer, id="db", marks=pytest.mark.django_db),
-    ]
-)
-def make_buffer(request: pytest.FixtureRequest) -> Any:
-    return request.param
 
 
 def counts(report: healing.AppendReport) -> dict[str, Any]:

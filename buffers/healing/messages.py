@@ -16,7 +16,7 @@ the stored shape. Keys that the stored shape has no place for go under
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, cast, get_args
 
@@ -58,7 +58,8 @@ def placeholder_for(call_id: str) -> Message:
     )
 
 
-def _describe(value: object) -> str:
+def describe(value: object) -> str:
+    """What kind of JSON value this is, for error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -74,17 +75,38 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
-def _is_json(value: object) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False
-    return True
+def json_problem(value: object) -> str | None:
+    """Why ``value`` cannot be stored as JSON, or None when it can.
+
+    Besides what JSON itself refuses (NaN, infinities, non-string keys, other types), a
+    string may not hold U+0000: PostgreSQL cannot store it, so neither database does.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if item is None or isinstance(item, bool | int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return "holds a number that JSON cannot carry (NaN or infinity)"
+        elif isinstance(item, str):
+            if "\x00" in item:
+                return "holds a NUL character (U+0000), which cannot be stored"
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            for key, nested in item.items():
+                if not isinstance(key, str):
+                    return "holds an object key that is not a string"
+                pending.extend((key, nested))
+        else:
+            return f"holds a value that is not JSON ({type(item).__name__})"
+    return None
 
 
 def _check_id(value: object, path: str, problems: list[Problem]) -> None:
     if value is None or isinstance(value, bool) or not isinstance(value, str | int):
-        problems.append(Problem(path, f"must be a string (or an integer), not {_describe(value)}"))
+        problems.append(Problem(path, f"must be a string (or an integer), not {describe(value)}"))
     elif len(str(value)) > MAX_ID_LENGTH:
         problems.append(Problem(path, f"is longer than {MAX_ID_LENGTH} characters"))
 
@@ -97,7 +119,7 @@ def parse_message(raw: object, path: str) -> Message:
     """
     problems: list[Problem] = []
     if not isinstance(raw, dict):
-        raise InvalidInput([Problem(path, f"must be an object, not {_describe(raw)}")])
+        raise InvalidInput([Problem(path, f"must be an object, not {describe(raw)}")])
 
     role = raw.get("role")
     if "role" not in raw:
@@ -112,7 +134,7 @@ def parse_message(raw: object, path: str) -> Message:
             Problem(
                 f"{path}.content",
                 "must be a string, a list of content parts, an object or null, "
-                f"not {_describe(content)}",
+                f"not {describe(content)}",
             )
         )
 
@@ -120,9 +142,7 @@ def parse_message(raw: object, path: str) -> Message:
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict):
-        problems.append(
-            Problem(f"{path}.metadata", f"must be an object, not {_describe(metadata)}")
-        )
+        problems.append(Problem(f"{path}.metadata", f"must be an object, not {describe(metadata)}"))
         metadata = {}
     merged: dict[str, Any] = dict(metadata)
     for key, value in raw.items():
@@ -137,32 +157,37 @@ def parse_message(raw: object, path: str) -> Message:
             )
         merged[key] = value
 
+    def where(key: str) -> str:
+        """The path of a tool key as the client sent it: top level, or under metadata."""
+        return f"{path}.{key}" if key in raw else f"{path}.metadata.{key}"
+
     if "tool_calls" in merged:
         calls = merged["tool_calls"]
         if not isinstance(calls, list):
             problems.append(
-                Problem(f"{path}.tool_calls", f"must be a list of calls, not {_describe(calls)}")
+                Problem(where("tool_calls"), f"must be a list of calls, not {describe(calls)}")
             )
         else:
             for i, call in enumerate(calls):
-                call_path = f"{path}.tool_calls[{i}]"
+                call_path = f"{where('tool_calls')}[{i}]"
                 if not isinstance(call, dict):
-                    problems.append(Problem(call_path, f"must be an object, not {_describe(call)}"))
+                    problems.append(Problem(call_path, f"must be an object, not {describe(call)}"))
                     continue
                 for key in ("tool_call_id", "id"):
                     if key in call and call[key] is not None:
                         _check_id(call[key], f"{call_path}.{key}", problems)
     if "tool_call_id" in merged and merged["tool_call_id"] is not None:
-        _check_id(merged["tool_call_id"], f"{path}.tool_call_id", problems)
+        _check_id(merged["tool_call_id"], where("tool_call_id"), problems)
     if "healed" in merged and not isinstance(merged["healed"], bool):
         problems.append(
-            Problem(f"{path}.healed", f"must be true or false, not {_describe(merged['healed'])}")
+            Problem(where("healed"), f"must be true or false, not {describe(merged['healed'])}")
         )
 
-    if not problems and not _is_json(merged):
-        problems.append(Problem(f"{path}.metadata", "holds a value that is not JSON"))
-    if not problems and content is not None and not _is_json(content):
-        problems.append(Problem(f"{path}.content", "holds a value that is not JSON"))
+    if not problems:
+        for field, value in (("content", content), ("metadata", merged)):
+            problem = json_problem(value)
+            if problem:
+                problems.append(Problem(f"{path}.{field}", problem))
     if problems:
         raise InvalidInput(problems)
     return Message.model_construct(role=cast(Role, role), content=content, metadata=merged)
@@ -171,7 +196,7 @@ def parse_message(raw: object, path: str) -> Message:
 def parse_messages(raw: object, path: str = "messages") -> list[Message]:
     """Read a list of messages, reporting every problem of every message at once."""
     if not isinstance(raw, list):
-        raise InvalidInput([Problem(path, f"must be a list of messages, not {_describe(raw)}")])
+        raise InvalidInput([Problem(path, f"must be a list of messages, not {describe(raw)}")])
     messages: list[Message] = []
     problems: list[Problem] = []
     for index, item in enumerate(raw):

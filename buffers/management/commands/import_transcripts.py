@@ -5,12 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from tqdm import tqdm
 
 from buffers import services
 from buffers.healing import InvalidInput
 from buffers.transcripts import read_transcript_file
+
+
+class _Unended:
+    """The stream the progress bar draws on: ``out`` without the newline OutputWrapper ends
+    each write with, so that the bar redraws its line (``\\r``) instead of adding one."""
+
+    def __init__(self, out: OutputWrapper) -> None:
+        self._out = out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._out, name)
+
+    def write(self, text: str) -> None:
+        self._out.write(text, ending="")
 
 
 class Command(BaseCommand):
@@ -37,27 +51,36 @@ class Command(BaseCommand):
                     total=total,
                     unit="msg",
                     desc=path.name,
-                    file=self.stderr,
+                    file=_Unended(self.stderr),
                     disable=total < 10_000 or options["verbosity"] == 0,
                 ) as bar:
-                    created = services.import_conversations(
-                        conversations,
-                        on_existing="skip" if skip_existing else "error",
-                        progress=bar.update,
-                    )
+                    try:
+                        created = services.import_conversations(
+                            conversations,
+                            on_existing="skip" if skip_existing else "error",
+                            progress=bar.update,
+                        )
+                    except InvalidInput as error:
+                        # The reader names the file in each problem; the service does not.
+                        raise error.within(f"{path}: ") from None
             except InvalidInput as error:
                 failed += 1
                 for problem in error.problems:
-                    self.stderr.write(
-                        f"{problem}" if str(path) in problem.path else f"{path}: {problem}"
-                    )
+                    self.stderr.write(str(problem))
                 self.stderr.write(f"{path}: nothing was imported from this file")
                 continue
             skipped = len(conversations) - len(created)
             message_count = sum(c.message_count for c in created)
-            summary = f"{path}: imported {len(created)} conversations, {message_count} messages"
+            summary = (
+                f"{path}: imported {_count(len(created), 'conversation')}, "
+                f"{_count(message_count, 'message')}"
+            )
             if skipped:
                 summary += f" ({skipped} already stored, skipped)"
             self.stdout.write(summary)
         if failed:
             raise CommandError(f"{failed} of {len(files)} files had errors and were not imported")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"

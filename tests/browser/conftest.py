@@ -1,0 +1,62 @@
+"""Playwright against Debian's chromium, and a page that fails its test on any console error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import ConsoleMessage, Page
+from playwright.sync_api import Error as PageError
+
+# Playwright's sync API runs an asyncio loop in the main thread, and Django refuses ORM calls
+# from inside one (test database creation and flush included). Set before the database is.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Debian's chromium, not a Playwright download (`playwright install` is never run)."""
+    if CHROMIUM is None:
+        pytest.fail("no chromium: `apt-get install chromium`, or set CHROMIUM_PATH")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(autouse=True)
+def console_errors(page: Page) -> Iterator[list[str]]:
+    """Every console error and uncaught page error (a CSP violation, a 404, a script that
+    throws) the test's page reports. Any left at the end fails the test: none is ignored.
+
+    A test that provokes one on purpose asserts it and removes it from the list.
+    """
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(f"console: {message.text} ({message.location.get('url', '')})")
+
+    def on_page_error(error: PageError) -> None:
+        errors.append(f"pageerror: {error.message}")
+
+    page.on("console", on_console)
+    page.on("pageerror", on_page_error)
+    yield errors
+    if not page.is_closed():
+        page.evaluate("0")  # one round trip, so events already sent are dispatched
+    if errors:
+        pytest.fail("the page reported errors:\n" + "\n".join(errors), pytrace=False)

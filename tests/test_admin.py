@@ -1,0 +1,301 @@
+"""The admin: a read-only window on stored conversations and their messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from buffers.models import Conversation, Message
+from tests.buffers import assistant, placeholder, result, store, user
+
+pytestmark = pytest.mark.django_db
+
+
+def changelist(model: str) -> str:
+    return reverse(f"admin:buffers_{model}_changelist")
+
+
+def change(model: str, pk: int) -> str:
+    return reverse(f"admin:buffers_{model}_change", args=[pk])
+
+
+def delete(model: str, pk: int) -> str:
+    return reverse(f"admin:buffers_{model}_delete", args=[pk])
+
+
+def add(model: str) -> str:
+    return reverse(f"admin:buffers_{model}_add")
+
+
+def listed(client: Client, url: str, **query: str) -> list[Any]:
+    """The rows a changelist shows, in order."""
+    response = client.get(url, query)
+    assert response.status_code == 200
+    return list(response.context["cl"].result_list)
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings: Any) -> None:
+    """admin_client's superuser gets a password; the production hasher takes a second a test."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def crashed() -> Conversation:
+    return store([user("go"), assistant("c1", "c2"), result("c1")], title="crashed run", source="a")
+
+
+@pytest.fixture
+def answered() -> Conversation:
+    return store([user("go"), assistant("c1"), result("c1")], title="answered run", source="b")
+
+
+@pytest.fixture
+def healed() -> Conversation:
+    return store(
+        [user("go"), assistant("h1"), placeholder("h1"), user("again")],
+        title="healed run",
+        source="c",
+    )
+
+
+# Reading.
+
+
+def test_the_conversation_list_shows_every_conversation_with_its_counts(
+    admin_client: Client, crashed: Conversation, answered: Conversation, healed: Conversation
+) -> None:
+    response = admin_client.get(changelist("conversation"))
+
+    assert response.status_code == 200
+    assert list(response.context["cl"].result_list) == [healed, answered, crashed]
+    for title in ("crashed run", "answered run", "healed run"):
+        assert title in response.text
+    assert '<td class="field-unanswered_count">1</td>' in response.text
+    assert '<td class="field-healed_count">1</td>' in response.text
+
+
+def test_the_message_list_shows_every_message(admin_client: Client, crashed: Conversation) -> None:
+    response = admin_client.get(changelist("message"))
+
+    assert response.status_code == 200
+    assert response.context["cl"].result_count == 3
+    assert "crashed run" in response.text
+
+
+def test_the_message_list_costs_the_same_queries_for_3_or_30_messages(
+    admin_client: Client,
+) -> None:
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert admin_client.get(changelist("message")).status_code == 200
+        return len(captured.captured_queries)
+
+    store([user("one"), user("two"), user("three")], title="few")
+    few = queries()
+    for n in range(9):
+        store([user("a"), user("b"), user("c")], title=f"more {n}")
+
+    assert queries() == few
+
+
+def test_a_conversation_page_shows_its_counters(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.get(change("conversation", crashed.pk))
+
+    assert response.status_code == 200
+    assert "crashed run" in response.text
+    assert "Declared calls with no result anywhere." in response.text
+
+
+def test_a_message_page_renders(admin_client: Client, crashed: Conversation) -> None:
+    message = Message.objects.filter(conversation=crashed, role="tool").get()
+
+    response = admin_client.get(change("message", message.pk))
+
+    assert response.status_code == 200
+    assert "c1" in response.text
+
+
+def test_markup_in_a_title_is_escaped_in_the_admin(admin_client: Client) -> None:
+    conversation = store([user("hi")], title="<script>alert(1)</script>")
+
+    for url in (changelist("conversation"), change("conversation", conversation.pk)):
+        response = admin_client.get(url)
+        assert "<script>alert(1)</script>" not in response.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
+
+
+# Read-only.
+
+
+@pytest.mark.parametrize("model", ["conversation", "message"])
+def test_there_is_no_add(admin_client: Client, model: str) -> None:
+    response = admin_client.get(changelist(model))
+
+    assert response.context["has_add_permission"] is False
+    assert add(model) not in response.text
+    assert admin_client.get(add(model)).status_code == 403
+    assert admin_client.post(add(model), {"title": "new"}).status_code == 403
+
+
+def test_a_conversation_page_has_no_save_or_delete(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.get(change("conversation", crashed.pk))
+
+    assert response.context["has_change_permission"] is False
+    assert response.context["has_delete_permission"] is False
+    assert 'name="_save"' not in response.text
+    assert delete("conversation", crashed.pk) not in response.text
+    assert 'name="title"' not in response.text
+
+
+def test_posting_a_change_to_a_conversation_is_refused(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.post(
+        change("conversation", crashed.pk),
+        {"title": "renamed", "source": "x", "scope": "global", "scope_id": "", "key": "k"},
+    )
+
+    assert response.status_code == 403
+    crashed.refresh_from_db()
+    assert crashed.title == "crashed run"
+
+
+def test_posting_a_change_to_a_message_is_refused(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    message = Message.objects.filter(conversation=crashed).first()
+    assert message is not None
+
+    response = admin_client.post(change("message", message.pk), {"role": "system"})
+
+    assert response.status_code == 403
+    message.refresh_from_db()
+    assert message.role == "user"
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_deleting_a_conversation_is_refused(
+    admin_client: Client, crashed: Conversation, method: str
+) -> None:
+    response = getattr(admin_client, method)(delete("conversation", crashed.pk), {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Conversation.objects.filter(pk=crashed.pk).exists()
+    assert Message.objects.filter(conversation=crashed).count() == 3
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_deleting_a_message_is_refused(
+    admin_client: Client, crashed: Conversation, method: str
+) -> None:
+    message = Message.objects.filter(conversation=crashed).first()
+    assert message is not None
+
+    response = getattr(admin_client, method)(delete("message", message.pk), {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Message.objects.filter(pk=message.pk).exists()
+
+
+@pytest.mark.parametrize("model", ["conversation", "message"])
+def test_the_bulk_delete_action_is_not_offered(
+    admin_client: Client, crashed: Conversation, model: str
+) -> None:
+    response = admin_client.get(changelist(model))
+
+    assert "delete_selected" not in response.text
+
+
+def test_the_bulk_delete_action_cannot_be_posted(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.post(
+        changelist("conversation"),
+        {"action": "delete_selected", "_selected_action": [crashed.pk], "index": 0, "post": "yes"},
+    )
+
+    # With no action the user may take, the post only shows the list again.
+    assert response.status_code == 200
+    assert "Are you sure?" not in response.text
+    assert Conversation.objects.filter(pk=crashed.pk).exists()
+
+
+# Filtering and search.
+
+
+def test_the_unanswered_filter_keeps_conversations_with_unanswered_calls(
+    admin_client: Client, crashed: Conversation, answered: Conversation, healed: Conversation
+) -> None:
+    url = changelist("conversation")
+
+    assert listed(admin_client, url, unanswered="yes") == [crashed]
+    assert listed(admin_client, url, unanswered="no") == [healed, answered]
+    assert listed(admin_client, url) == [healed, answered, crashed]
+
+
+def test_the_unanswered_filter_is_offered_in_the_sidebar(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.get(changelist("conversation"))
+
+    assert "By unanswered calls" in response.text
+    assert "?unanswered=yes" in response.text
+    assert "has unanswered calls" in response.text
+
+
+def test_search_finds_conversations_by_title(
+    admin_client: Client, crashed: Conversation, answered: Conversation, healed: Conversation
+) -> None:
+    url = changelist("conversation")
+
+    assert listed(admin_client, url, q="crashed") == [crashed]
+    assert listed(admin_client, url, q="RUN") == [healed, answered, crashed]
+    assert listed(admin_client, url, q="nothing like it") == []
+
+
+def test_search_and_filter_combine(
+    admin_client: Client, crashed: Conversation, answered: Conversation
+) -> None:
+    url = changelist("conversation")
+
+    assert listed(admin_client, url, q="answered", unanswered="yes") == []
+    assert listed(admin_client, url, q="answered", unanswered="no") == [answered]
+
+
+def test_messages_are_found_by_the_call_they_answer(
+    admin_client: Client, crashed: Conversation, healed: Conversation
+) -> None:
+    url = changelist("message")
+
+    [found] = listed(admin_client, url, q="h1")
+    assert found.conversation == healed
+    assert found.is_placeholder
+
+
+def test_the_admin_needs_a_staff_login(client: Client, crashed: Conversation) -> None:
+    response = client.get(changelist("conversation"))
+
+    assert response.status_code == 302
+    assert response.headers["Location"].startswith(reverse("admin:login"))
+
+
+@pytest.mark.parametrize("model", ["conversation", "message"])
+def test_admin_pages_name_the_site_icon(
+    admin_client: Client, crashed: Conversation, model: str
+) -> None:
+    # Otherwise the browser asks for /favicon.ico, a 404 in its console on every admin page.
+    pk = crashed.pk if model == "conversation" else crashed.messages.values_list("pk", flat=True)[0]
+    icon = '<link rel="icon" href="/static/buffers/favicon.svg" type="image/svg+xml">'
+
+    for url in (changelist(model), change(model, pk)):
+        assert icon in admin_client.get(url).text

@@ -1,0 +1,169 @@
+"""Properties of the append rules over random buffers and random batches.
+
+Buffers are arbitrary stored transcripts (crashed, healed, duplicated, unusable ids,
+both spellings); batches are what an append accepts. The database service runs on
+tiny blocks here so that every insert crosses block boundaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from buffers import healing
+from tests.buffers import PureBuffer, StoredBuffer
+from tests.integrity import assert_consistent
+
+IDS = ["c1", "c2", "c3", "c4", "c5", "c6"]
+UNUSABLE = ["0", "", "  "]
+
+
+def call(call_id: str | int, spelling: str) -> dict[str, Any]:
+    return {spelling: call_id, "name": "search"}
+
+
+@st.composite
+def messages(draw: st.DrawFn, *, usable_only: bool) -> dict[str, Any]:
+    ids = st.sampled_from(IDS) if usable_only else st.sampled_from(IDS + UNUSABLE)
+    kind = draw(st.sampled_from(["user", "system", "prose", "turn", "result", "placeholder"]))
+    flat = draw(st.booleans())
+    tool_keys: dict[str, Any]
+    if kind in ("user", "system"):
+        return {"role": kind, "content": draw(st.sampled_from(["hi", "go on", ""]))}
+    if kind == "prose":
+        return {"role": "assistant", "content": "thinking"}
+    if kind == "turn":
+        calls = draw(
+            st.lists(
+                st.builds(call, ids, st.sampled_from(["tool_call_id", "id"])),
+                min_size=1,
+                max_size=3,
+            )
+        )
+        tool_keys = {"tool_calls": calls}
+        role, content = "assistant", ""
+    else:
+        tool_keys = {"tool_call_id": draw(ids)}
+        if kind == "placeholder":
+            tool_keys["healed"] = True
+        role, content = (
+            "tool",
+            draw(st.sampled_from(["ok", "Tool call was interrupted; no result."])),
+        )
+    if flat:
+        return {"role": role, "content": content, **tool_keys}
+    return {"role": role, "content": content, "metadata": tool_keys}
+
+
+buffers = st.lists(messages(usable_only=False), max_size=14)
+batches = st.lists(messages(usable_only=True), min_size=1, max_size=8)
+
+
+def is_subsequence(short: list[Any], long: list[Any]) -> bool:
+    rest = iter(long)
+    return all(any(item == other for other in rest) for item in short)
+
+
+@pytest.mark.rule("MEM-3")
+@pytest.mark.rule("MEM-10")
+@given(buffer=buffers, batch=batches)
+def test_originals_are_never_lost_or_reordered(buffer: list[Any], batch: list[Any]) -> None:
+    """Every stored message survives, in order; only a placeholder may be overwritten, and
+    only by a real result for its own id (MEM-10)."""
+    pure = PureBuffer(buffer)
+    before = pure.stored()
+
+    report = pure.append(batch)
+
+    after = pure.stored()
+    kept = [m for m in before if m["metadata"].get("healed") is not True or m["role"] != "tool"]
+    assert is_subsequence(kept, after)
+    assert len(after) == report.count
+    for replaced in report.replaced:
+        slot = after[replaced.index]
+        assert slot["metadata"]["tool_call_id"].strip() == replaced.tool_call_id
+        assert slot["metadata"].get("healed") is not True
+
+
+@pytest.mark.rule("MEM-3")
+@given(buffer=buffers, batch=batches)
+def test_after_a_user_turn_no_declared_call_is_unanswered(
+    buffer: list[Any], batch: list[Any]
+) -> None:
+    pure = PureBuffer(buffer)
+
+    pure.append([*batch, {"role": "user", "content": "and now?"}])
+
+    assert healing.analyze(healing.parse_messages(pure.stored())).unanswered == ()
+
+
+@pytest.mark.rule("MEM-3")
+@given(buffer=buffers, batch=batches)
+def test_every_placeholder_sits_in_the_tool_block_right_after_its_declaring_turn(
+    buffer: list[Any], batch: list[Any]
+) -> None:
+    pure = PureBuffer(buffer)
+
+    report = pure.append(batch)
+
+    after = healing.parse_messages(pure.stored())
+    analysis = healing.analyze(after)
+    for healed in report.healed:
+        owner = analysis.declared_at[healed.tool_call_id]
+        assert owner < healed.index
+        assert all(m.role == "tool" for m in after[owner + 1 : healed.index + 1])
+
+
+@pytest.mark.rule("MEM-3")
+@given(buffer=buffers, batch=batches)
+def test_healing_twice_changes_nothing(buffer: list[Any], batch: list[Any]) -> None:
+    pure = PureBuffer(buffer)
+    pure.append([*batch, {"role": "user", "content": "once"}])
+    healed = pure.stored()
+
+    report = pure.append([{"role": "user", "content": "twice"}])
+
+    assert report.healed == ()
+    assert pure.stored()[:-1] == healed
+
+
+@pytest.mark.rule("MEM-1")
+@pytest.mark.rule("MEM-2")
+@pytest.mark.rule("MEM-14")
+@given(buffer=buffers, batch=batches)
+def test_a_batch_does_what_its_messages_do_one_append_at_a_time(
+    buffer: list[Any], batch: list[Any]
+) -> None:
+    """A3: "earlier in the same append" counts as already in the buffer, for every rule."""
+    whole, one_by_one = PureBuffer(buffer), PureBuffer(buffer)
+
+    report = whole.append(batch)
+    appended = sum(one_by_one.append([message]).appended for message in batch)
+
+    assert whole.stored() == one_by_one.stored()
+    assert report.appended == appended
+    assert report.appended_any == (appended > 0)
+
+
+@pytest.mark.rule("MEM-1")
+@pytest.mark.rule("MEM-2")
+@pytest.mark.rule("MEM-3")
+@pytest.mark.rule("MEM-10")
+@pytest.mark.rule("MEM-14")
+@pytest.mark.django_db
+@hypothesis_settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(buffer=buffers, batches=st.lists(batches, min_size=1, max_size=3))
+def test_the_service_and_the_planner_give_the_same_buffer_and_report(
+    buffer: list[Any], batches: list[list[Any]], settings: Any
+) -> None:
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 3
+    pure, stored = PureBuffer(buffer), StoredBuffer(buffer)
+
+    for batch in batches:
+        assert stored.append(batch) == pure.append(batch)
+        assert stored.stored() == pure.stored()
+        assert_consistent(stored.conversation)

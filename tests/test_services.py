@@ -1,0 +1,152 @@
+"""The service on the real database: verbatim import, appends that cost the same at any
+length, pages by position, and all-or-nothing writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from buffers import healing, selectors, services
+from buffers.models import Conversation, Message
+from tests.buffers import assistant, parse, placeholder, result, store, user
+from tests.integrity import assert_consistent
+
+pytestmark = pytest.mark.django_db
+
+
+def filler(count: int) -> list[dict[str, Any]]:
+    """A healthy transcript of ``count`` messages: user, call, result, answer, repeated."""
+    cycle = []
+    for n in range(count // 4 + 1):
+        cycle += [
+            user(f"question {n}"),
+            assistant(f"f{n}"),
+            result(f"f{n}"),
+            {"role": "assistant", "content": f"answer {n}", "metadata": {}},
+        ]
+    return cycle[:count]
+
+
+def append(conversation: Conversation, *messages: dict[str, Any]) -> healing.AppendReport:
+    return services.append_messages(
+        conversation_id=conversation.pk, messages=parse(list(messages)), via="tests"
+    )
+
+
+def queries_to_append(conversation: Conversation, *messages: dict[str, Any]) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        append(conversation, *messages)
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def test_an_import_stores_a_crashed_transcript_verbatim_and_counts_what_is_broken() -> None:
+    messages = [assistant("c1", "c2"), result("c2"), user("?"), result("c2"), placeholder("c9")]
+
+    conversation = store(messages, title="crash", source="tests")
+
+    assert [m.as_stored() for m in selectors.buffer_messages(conversation)] == messages
+    assert (conversation.message_count, conversation.unanswered_count) == (5, 1)
+    assert conversation.healed_count == 1
+    assert_consistent(conversation)
+
+
+def test_an_import_of_several_conversations_is_all_or_nothing() -> None:
+    store([user()], key="taken")
+    batch = [
+        services.ConversationIn(messages=parse([user("a")]), key="new"),
+        services.ConversationIn(messages=parse([user("b")]), key="taken"),
+    ]
+
+    with pytest.raises(healing.InvalidInput) as refused:
+        services.import_conversations(batch)
+
+    assert str(refused.value.problems[0]) == (
+        "conversations[1].key: a conversation with key 'taken' in scope 'global' is already stored"
+    )
+    assert Conversation.objects.count() == 1
+    assert Message.objects.count() == 1
+
+
+def test_an_append_to_an_unknown_conversation_is_refused() -> None:
+    with pytest.raises(services.ConversationNotFound):
+        services.append_messages(conversation_id=404, messages=parse([user()]), via="tests")
+
+
+def test_an_oversized_batch_is_refused_before_anything_is_read() -> None:
+    conversation = store([])
+    batch = parse([user()] * (services.MAX_BATCH + 1))
+
+    with CaptureQueriesContext(connection) as captured, pytest.raises(healing.InvalidInput):
+        services.append_messages(conversation_id=conversation.pk, messages=batch, via="tests")
+
+    assert captured.captured_queries == []
+
+
+def test_an_append_keeps_the_counters_and_the_update_time() -> None:
+    conversation = store([user(), assistant("c1", "c2")])
+    before = conversation.updated_at
+
+    append(conversation, result("c1"), user("next"))
+
+    conversation.refresh_from_db()
+    assert (conversation.message_count, conversation.unanswered_count) == (5, 0)
+    assert conversation.healed_count == 1
+    assert conversation.updated_at > before
+
+
+@pytest.mark.parametrize("length", [100, 3_000])
+def test_healing_a_user_turn_costs_the_same_statements_at_any_length(
+    length: int, settings: Any
+) -> None:
+    """Appending to 3,000 messages runs the same statements as to 100: nothing is loaded
+    or scanned in proportion to the buffer (blocks of 64 here, so both span several)."""
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    short, long = store(filler(100)), store(filler(length))
+    for conversation in (short, long):
+        append(conversation, assistant("late"))
+
+    short_queries = queries_to_append(short, user("again"))
+    long_queries = queries_to_append(long, user("again"))
+
+    assert len(long_queries) == len(short_queries)
+    assert_consistent(long)
+
+
+def test_healing_mid_buffer_costs_the_same_statements_as_healing_at_the_end(settings: Any) -> None:
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    crashed_early = store([*filler(40), assistant("early"), *filler(2_000)])
+    crashed_late = store([*filler(2_000), assistant("late"), *filler(40)])
+
+    early = queries_to_append(crashed_early, user("again"))
+    late = queries_to_append(crashed_late, user("again"))
+
+    assert len(early) == len(late)
+    for conversation, index in ((crashed_early, 41), (crashed_late, 2_001)):
+        page = list(selectors.messages_page(conversation, offset=index, limit=1))
+        assert page[0].is_placeholder
+        assert_consistent(conversation)
+
+
+def test_a_page_by_position_is_the_same_slice_as_the_whole_buffer(settings: Any) -> None:
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 16
+    conversation = store(filler(200))
+    append(conversation, assistant("late"), user("and?"))
+    whole = selectors.buffer_messages(conversation)
+
+    for offset, limit in [(0, 50), (10, 20), (150, 50), (190, 50), (202, 5), (203, 5), (500, 5)]:
+        page = list(selectors.messages_page(conversation, offset=offset, limit=limit))
+        assert [row.index for row in page] == list(range(offset, min(offset + limit, len(whole))))
+        assert [row.as_core() for row in page] == whole[offset : offset + limit]
+
+
+def test_a_page_by_position_is_one_query_wherever_it_starts(settings: Any) -> None:
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 16
+    conversation = store(filler(500))
+
+    for offset in (0, 450):
+        with CaptureQueriesContext(connection) as captured:
+            list(selectors.messages_page(conversation, offset=offset, limit=50))
+        assert len(captured.captured_queries) == 1
