@@ -170,8 +170,9 @@ def _get(conversations: Any, conversation_id: int) -> Conversation:
 
 
 @dataclass(frozen=True)
-class _Row:
-    """Where a stored message lives, for the rows a plan touches."""
+class _Stored:
+    """Where a stored message lives: for the rows a plan touches (owners of open calls,
+    holders of results), found while loading the facts."""
 
     pk: int
     block_id: int
@@ -185,10 +186,10 @@ class _Row:
 
 def _load_facts(
     conversation: Conversation, batch: Sequence[healing.Message]
-) -> tuple[healing.BufferFacts, dict[int, _Row]]:
+) -> tuple[healing.BufferFacts, dict[int, _Stored]]:
     """The facts the planner needs, read from the index columns for this batch's ids only."""
     ids = healing.ids_in_batch(batch)
-    rows: dict[int, _Row] = {}
+    rows: dict[int, _Stored] = {}
     holders: dict[str, list[tuple[int, bool]]] = {}
     declared: set[str] = set()
     for chunk in batched(sorted(ids), _ID_CHUNK):
@@ -197,7 +198,7 @@ def _load_facts(
         ).values_list(
             "answers_call_id", "is_placeholder", "pk", "block_id", "block__start", "slot"
         ):
-            row = _Row(*where)
+            row = _Stored(*where)
             rows[row.position] = row
             holders.setdefault(str(call_id), []).append((row.position, placeholder))
         declared.update(
@@ -224,7 +225,7 @@ def _load_facts(
             "message__block__start",
             "message__slot",
         ):
-            row = _Row(*where)
+            row = _Stored(*where)
             rows[row.position] = row
             open_calls.append(healing.OpenCall(call_id, row.position, ordinal))
 
@@ -238,52 +239,46 @@ def _load_facts(
     return facts, rows
 
 
-def _apply(conversation: Conversation, plan: healing.AppendPlan, rows: dict[int, _Row]) -> None:
+def _apply(
+    conversation: Conversation, plan: healing.AppendPlan, stored: dict[int, _Stored]
+) -> None:
+    """Write a plan: overwrite replaced placeholders, make room mid-buffer, insert the new
+    rows, and bring the declared-call index and the counters along."""
     for replacement in plan.replacements:
         message = replacement.message
-        Message.objects.filter(pk=rows[replacement.original_position].pk).update(
+        Message.objects.filter(pk=stored[replacement.original_position].pk).update(
             content=message.content,
             metadata=message.metadata,
             answers_call_id=healing.result_call_id(message),
             is_placeholder=healing.is_placeholder(message),
         )
-
-    # Mid-buffer inserts (healing placeholders) go into the block of the turn they follow.
-    inserted_in: dict[int, int] = {}
-    shifts_in: dict[int, list[tuple[int, int]]] = {}
-    for gap in sorted({insert.gap for insert in plan.mid_buffer_inserts()}):
-        owner = rows[gap - 1]
-        count = sum(1 for insert in plan.inserts if insert.gap == gap)
-        inserted_in[owner.block_id] = inserted_in.get(owner.block_id, 0) + count
-        shifts_in.setdefault(owner.block_id, []).append((owner.slot, count))
-    _shift_slots(shifts_in)
-    first_gap = min((i.gap for i in plan.mid_buffer_inserts()), default=None)
-    if first_gap is not None:
-        _shift_block_starts(conversation, plan, first_gap)
-
-    new_rows: list[Message] = []
-    for insert in plan.mid_buffer_inserts():
-        owner = rows[insert.gap - 1]
-        new_start = plan.shifted(owner.block_start)
-        new_rows.append(
-            Message.from_core(
-                insert.message,
-                conversation=conversation,
-                block_id=owner.block_id,
-                slot=insert.position - new_start,
-            )
+    grown = _make_room(conversation, plan, stored)
+    mid = [
+        Message.from_core(
+            insert.message,
+            conversation=conversation,
+            block_id=stored[insert.gap - 1].block_id,
+            slot=insert.position - plan.shifted(stored[insert.gap - 1].block_start),
         )
-    tail = [insert for insert in plan.inserts if insert.gap == plan.length_before]
-    new_rows += _place_tail(conversation, tail, inserted_in)
-    Message.objects.bulk_create(new_rows, batch_size=_INSERT_BATCH)
-    _resize_blocks(inserted_in)
+        for insert in plan.mid_buffer_inserts()
+    ]
+    tail = _place_tail(conversation, plan.tail_inserts(), grown)
+    Message.objects.bulk_create(mid + tail, batch_size=_INSERT_BATCH)
+    _resize_blocks(grown)
 
-    message_at = dict(_positions(plan, new_rows))
+    new_at = dict(
+        zip(
+            [i.position for i in plan.mid_buffer_inserts()]
+            + [i.position for i in plan.tail_inserts()],
+            mid + tail,
+            strict=True,
+        )
+    )
     DeclaredCall.objects.bulk_create(
         [
             DeclaredCall(
                 conversation=conversation,
-                message=message_at[declaration.position],
+                message=new_at[declaration.position],
                 call_id=declaration.call_id,
                 ordinal=declaration.ordinal,
                 answered=declaration.answered,
@@ -304,10 +299,23 @@ def _apply(conversation: Conversation, plan: healing.AppendPlan, rows: dict[int,
     )
 
 
-def _positions(plan: healing.AppendPlan, new_rows: list[Message]) -> Iterable[tuple[int, Message]]:
-    mid = [insert.position for insert in plan.mid_buffer_inserts()]
-    tail = [insert.position for insert in plan.inserts if insert.gap == plan.length_before]
-    return zip(mid + tail, new_rows, strict=True)
+def _make_room(
+    conversation: Conversation, plan: healing.AppendPlan, stored: dict[int, _Stored]
+) -> dict[int, int]:
+    """Shift the rows after each mid-buffer insert point (placeholders go into the block of
+    the turn they follow) and the blocks after them. Returns how many rows each block gets."""
+    grown: dict[int, int] = {}
+    shifts_in: dict[int, list[tuple[int, int]]] = {}
+    gaps = sorted({insert.gap for insert in plan.mid_buffer_inserts()})
+    for gap in gaps:
+        owner = stored[gap - 1]
+        count = sum(1 for insert in plan.inserts if insert.gap == gap)
+        grown[owner.block_id] = grown.get(owner.block_id, 0) + count
+        shifts_in.setdefault(owner.block_id, []).append((owner.slot, count))
+    _shift_slots(shifts_in)
+    if gaps:
+        _shift_block_starts(conversation, plan, gaps)
+    return grown
 
 
 def _shift_slots(shifts_in: dict[int, list[tuple[int, int]]]) -> None:
@@ -328,21 +336,20 @@ def _shift_slots(shifts_in: dict[int, list[tuple[int, int]]]) -> None:
 
 
 def _shift_block_starts(
-    conversation: Conversation, plan: healing.AppendPlan, first_gap: int
+    conversation: Conversation, plan: healing.AppendPlan, gaps: list[int]
 ) -> None:
-    gaps = sorted({i.gap for i in plan.mid_buffer_inserts()})
     whens = [
         When(start__gte=gap, then=Value(sum(1 for i in plan.inserts if i.gap <= gap)))
         for gap in reversed(gaps)
     ]
     # Starts are unique per conversation: through negative values and back, as for slots.
-    blocks = Block.objects.filter(conversation=conversation, start__gte=first_gap)
+    blocks = Block.objects.filter(conversation=conversation, start__gte=gaps[0])
     blocks.update(start=-(F("start") + Case(*whens, default=Value(0))) - 1)
     Block.objects.filter(conversation=conversation, start__lt=0).update(start=-F("start") - 1)
 
 
 def _place_tail(
-    conversation: Conversation, tail: Sequence[healing.Insert], inserted_in: dict[int, int]
+    conversation: Conversation, tail: Sequence[healing.Insert], grown: dict[int, int]
 ) -> list[Message]:
     """Rows appended at the end: into the last block while it has room, then new blocks."""
     if not tail:
@@ -352,7 +359,7 @@ def _place_tail(
     remaining = list(tail)
     last = Block.objects.filter(conversation=conversation).order_by("-start").first()
     if last is not None:
-        room = max(0, block_size - last.size - inserted_in.get(last.pk, 0))
+        room = max(0, block_size - last.size - grown.get(last.pk, 0))
         for insert in remaining[:room]:
             placed.append(
                 Message.from_core(
@@ -362,7 +369,7 @@ def _place_tail(
                     slot=insert.position - last.start,
                 )
             )
-        inserted_in[last.pk] = inserted_in.get(last.pk, 0) + len(remaining[:room])
+        grown[last.pk] = grown.get(last.pk, 0) + len(remaining[:room])
         remaining = remaining[room:]
     chunks = [list(chunk) for chunk in batched(remaining, block_size)]
     blocks = Block.objects.bulk_create(
@@ -384,12 +391,12 @@ def _place_tail(
     return placed
 
 
-def _resize_blocks(inserted_in: dict[int, int]) -> None:
-    if not inserted_in:
+def _resize_blocks(grown: dict[int, int]) -> None:
+    if not grown:
         return
-    Block.objects.filter(pk__in=inserted_in).update(
+    Block.objects.filter(pk__in=grown).update(
         size=F("size")
-        + Case(*(When(pk=pk, then=Value(n)) for pk, n in inserted_in.items()), default=Value(0))
+        + Case(*(When(pk=pk, then=Value(n)) for pk, n in grown.items()), default=Value(0))
     )
 
 

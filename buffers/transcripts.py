@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import healing
 from .healing import InvalidInput, Problem
+from .healing.errors import parse_each
 from .healing.messages import describe, json_problem
 from .models import Scope
 from .services import ConversationIn
@@ -115,16 +116,7 @@ def _read_json(text: str) -> list[ConversationIn]:
                 )
             ]
         )
-    conversations: list[ConversationIn] = []
-    problems: list[Problem] = []
-    for index, item in enumerate(data):
-        try:
-            conversations.append(parse_conversation(item, f"conversations[{index}]"))
-        except InvalidInput as error:
-            problems.extend(error.problems)
-    if problems:
-        raise InvalidInput(problems)
-    return conversations
+    return parse_each(data, parse_conversation, "conversations")
 
 
 def _read_jsonl(text: str) -> list[ConversationIn]:

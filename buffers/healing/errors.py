@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with an input: a field path such as ``messages[3].metadata.tool_call_id``
-    (or ``line 7: messages[3].role`` once a file reader has added its place) and a sentence."""
+    """One thing wrong with an input: where (a field path such as
+    ``messages[3].metadata.tool_call_id``, with the file and line in front once a file
+    reader has added them: ``a.jsonl: line 7: conversation.messages[3].role``) and a sentence."""
 
     path: str
     message: str
@@ -29,3 +31,17 @@ class InvalidInput(ValueError):
 
     def within(self, prefix: str) -> InvalidInput:
         return InvalidInput([p.within(prefix) for p in self.problems])
+
+
+def parse_each[T](items: Sequence[object], parse: Callable[[object, str], T], path: str) -> list[T]:
+    """``parse(item, "path[i]")`` for every item, raising one InvalidInput with every problem."""
+    parsed: list[T] = []
+    problems: list[Problem] = []
+    for index, item in enumerate(items):
+        try:
+            parsed.append(parse(item, f"{path}[{index}]"))
+        except InvalidInput as error:
+            problems.extend(error.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return parsed

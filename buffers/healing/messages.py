@@ -17,12 +17,12 @@ the stored shape. Keys that the stored shape has no place for go under
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from .errors import InvalidInput, Problem
+from .errors import InvalidInput, Problem, parse_each
 from .ids import result_call_id, usable_id
 
 Role = Literal["user", "assistant", "tool", "system"]
@@ -197,16 +197,7 @@ def parse_messages(raw: object, path: str = "messages") -> list[Message]:
     """Read a list of messages, reporting every problem of every message at once."""
     if not isinstance(raw, list):
         raise InvalidInput([Problem(path, f"must be a list of messages, not {describe(raw)}")])
-    messages: list[Message] = []
-    problems: list[Problem] = []
-    for index, item in enumerate(raw):
-        try:
-            messages.append(parse_message(item, f"{path}[{index}]"))
-        except InvalidInput as error:
-            problems.extend(error.problems)
-    if problems:
-        raise InvalidInput(problems)
-    return messages
+    return parse_each(raw, parse_message, path)
 
 
 def appendable_problems(messages: Sequence[Message], path: str = "messages") -> list[Problem]:
@@ -244,7 +235,3 @@ def appendable_problems(messages: Sequence[Message], path: str = "messages") -> 
                         )
                     )
     return problems
-
-
-def iter_stored(messages: Iterable[Message]) -> Iterable[dict[str, Any]]:
-    return (message.as_stored() for message in messages)

@@ -20,15 +20,16 @@ append reports (MEM-14); the caller applies it, to a list or to the database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .facts import BufferFacts, OpenCall, ResultSlot
+from .facts import BufferFacts, ResultSlot
 from .ids import declared_call_ids, declared_calls, is_placeholder, result_call_id
 from .messages import Message, placeholder_for
 
 DropReason = Literal["duplicate_result", "duplicate_turn", "healed_duplicate"]
+Action = Literal["appended", "replaced", "dropped"]
 
 DROP_REASONS: dict[str, str] = {
     "duplicate_result": "a result for this tool call id is already in the buffer (MEM-1)",
@@ -65,7 +66,7 @@ class Outcome:
     """What became of one incoming message."""
 
     batch_index: int
-    action: Literal["appended", "replaced", "dropped"]
+    action: Action
     index: int | None
     reason: DropReason | None = None
 
@@ -134,10 +135,19 @@ class AppendPlan:
 
     def shifted(self, original_position: int) -> int:
         """Where a row of the buffer as it was ends up."""
-        return original_position + sum(1 for i in self.inserts if i.gap <= original_position)
+        return _shifted(self.inserts, original_position)
 
-    def mid_buffer_inserts(self) -> Iterator[Insert]:
-        return (i for i in self.inserts if i.gap < self.length_before)
+    def mid_buffer_inserts(self) -> list[Insert]:
+        """Placeholders healed into the buffer as it was, in buffer order."""
+        return [i for i in self.inserts if i.gap < self.length_before]
+
+    def tail_inserts(self) -> list[Insert]:
+        """Rows after the last row of the buffer as it was, in buffer order."""
+        return [i for i in self.inserts if i.gap == self.length_before]
+
+
+def _shifted(inserts: Sequence[Insert], original_position: int) -> int:
+    return original_position + sum(1 for i in inserts if i.gap <= original_position)
 
 
 class _Row:
@@ -170,7 +180,7 @@ class _Planner:
         self.healed: list[tuple[_Row, str]] = []
         self.replaced: list[tuple[_Row | int, str]] = []
         self.dropped: list[Dropped] = []
-        self.outcomes: list[tuple[int, str, _Row | int | None, DropReason | None]] = []
+        self.outcomes: list[tuple[int, Action, _Row | int | None, DropReason | None]] = []
 
     # What is known, stored or planned.
 
@@ -255,29 +265,27 @@ class _Planner:
         self.outcomes.append((index, "dropped", None, reason))
 
     def heal(self) -> None:
-        stored: list[OpenCall] = [
-            call for call in self.facts.open_calls_in_order() if call.call_id not in self.held
+        """MEM-3: a placeholder for every open call, directly after the turn that owns it,
+        in declaration order."""
+        open_calls: list[tuple[str, _Owner]] = [
+            (call.call_id, call.declared_at)
+            for call in self.facts.open_calls_in_order()
+            if call.call_id not in self.held
         ]
-        opened: list[tuple[str, _Owner]] = [(call.call_id, call.declared_at) for call in stored]
-        opened += [(cid, row) for cid, (row, _) in self.open_new.items()]
-        placed_after: dict[int, int] = {}
-        for call_id, owner in opened:
-            placeholder = _Row(placeholder_for(call_id), self.length, None)
-            key = id(owner) if isinstance(owner, _Row) else owner
-            already = placed_after.get(key, 0)
-            if isinstance(owner, _Row):
-                rows = self.tail
-                rows.insert(rows.index(owner) + 1 + already, placeholder)
-            else:
-                placeholder.gap = owner + 1
-                rows = self.gaps.setdefault(placeholder.gap, [])
-                rows.insert(already, placeholder)
-            placed_after[key] = already + 1
-            self.held[call_id] = placeholder
-            if isinstance(owner, _Row):
+        open_calls += [(cid, row) for cid, (row, _) in self.open_new.items()]
+        placed_after: dict[_Owner, int] = {}
+        for call_id, owner in open_calls:
+            already = placed_after.get(owner, 0)
+            placed_after[owner] = already + 1
+            if isinstance(owner, _Row):  # a turn of this batch
+                placeholder = _Row(placeholder_for(call_id), self.length, None)
+                self.tail.insert(self.tail.index(owner) + 1 + already, placeholder)
                 del self.open_new[call_id]
-            else:
+            else:  # a stored turn: into the gap right after it
+                placeholder = _Row(placeholder_for(call_id), owner + 1, None)
+                self.gaps.setdefault(owner + 1, []).insert(already, placeholder)
                 self.answered_stored.append(call_id)
+            self.held[call_id] = placeholder
             self.healed.append((placeholder, call_id))
 
     # The plan.
@@ -291,14 +299,11 @@ class _Planner:
         rows = [row for gap in sorted(self.gaps) for row in self.gaps[gap]]
         inserts = tuple(Insert(r.gap, r.position, r.message, r.batch_index) for r in rows)
 
-        def shifted(original: int) -> int:
-            return original + sum(len(rs) for gap, rs in self.gaps.items() if gap <= original)
-
         def where(target: _Row | int) -> int:
-            return target.position if isinstance(target, _Row) else shifted(target)
+            return target.position if isinstance(target, _Row) else _shifted(inserts, target)
 
         replacements = tuple(
-            Replacement(original, shifted(original), message)
+            Replacement(original, where(original), message)
             for original, message in sorted(self.replaced_stored.items())
         )
         declarations = tuple(
@@ -315,7 +320,7 @@ class _Planner:
             replaced=tuple(Replaced(where(target), cid) for target, cid in self.replaced),
             dropped=tuple(self.dropped),
             outcomes=tuple(
-                Outcome(i, action, None if target is None else where(target), reason)  # type: ignore[arg-type]
+                Outcome(i, action, None if target is None else where(target), reason)
                 for i, action, target, reason in self.outcomes
             ),
         )
