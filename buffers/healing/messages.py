@@ -1,26 +1,36 @@
 """Messages in the two shapes the spec uses, and how incoming JSON becomes one.
 
-The *stored* shape keeps the role and content at top level and every other key
-under ``metadata``::
+The *stored* shape (``Message``) keeps the role and content at top level and every
+other key under ``metadata``::
 
     {"role": "tool", "content": "Found 3 cats", "metadata": {"tool_call_id": "c1"}}
 
-The *flat* (provider) shape carries the tool keys at top level::
+The *flat* provider shape (``FlatMessage``) carries the tool keys at top level::
 
     {"role": "tool", "content": "Found 3 cats", "tool_call_id": "c1"}
 
-Both are accepted on the way in; a message is always held, stored and returned in
-the stored shape. Keys that the stored shape has no place for go under
-``metadata``, so nothing a client sent is lost.
+Both are accepted on the way in: ``FlatMessage`` validates either (a stored message
+is a flat message whose tool keys happen to sit under ``metadata``), and
+``to_stored()`` moves every top-level key the stored shape has no place for under
+``metadata``, so nothing a client sent is lost. A message is held, stored and
+returned in the stored shape.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    JsonValue,
+    StrictBool,
+    ValidationError,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from .errors import InvalidInput, Problem, parse_each
 from .ids import result_call_id, usable_id
@@ -28,34 +38,10 @@ from .ids import result_call_id, usable_id
 Role = Literal["user", "assistant", "tool", "system"]
 ROLES: tuple[str, ...] = get_args(Role)
 
-Content = str | list[JsonValue] | dict[str, JsonValue] | None
-
 INTERRUPTED_TEXT = "Tool call was interrupted; no result."
 
 # A tool call id this long is not an id; it is a mistake upstream.
 MAX_ID_LENGTH = 512
-
-
-class Message(BaseModel):
-    """One buffer entry, in the stored shape."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    role: Role
-    content: Content = None
-    metadata: dict[str, JsonValue] = {}
-
-    def as_stored(self) -> dict[str, Any]:
-        return {"role": self.role, "content": self.content, "metadata": self.metadata}
-
-
-def placeholder_for(call_id: str) -> Message:
-    """The synthetic result that MEM-3 inserts for a call that was never answered."""
-    return Message(
-        role="tool",
-        content=INTERRUPTED_TEXT,
-        metadata={"tool_call_id": call_id, "healed": True},
-    )
 
 
 def describe(value: object) -> str:
@@ -104,11 +90,147 @@ def json_problem(value: object) -> str | None:
     return None
 
 
-def _check_id(value: object, path: str, problems: list[Problem]) -> None:
-    if value is None or isinstance(value, bool) or not isinstance(value, str | int):
-        problems.append(Problem(path, f"must be a string (or an integer), not {describe(value)}"))
-    elif len(str(value)) > MAX_ID_LENGTH:
-        problems.append(Problem(path, f"is longer than {MAX_ID_LENGTH} characters"))
+def _content(value: object) -> object:
+    if value is not None and not isinstance(value, str | list | dict):
+        raise PydanticCustomError(
+            "content_type",
+            "must be a string, a list of content parts, an object or null, not {kind}",
+            {"kind": describe(value)},
+        )
+    return _json(value)
+
+
+def _json(value: object) -> object:
+    problem = json_problem(value)
+    if problem:
+        raise PydanticCustomError("json", problem)
+    return value
+
+
+def _call_id(value: object) -> object:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise PydanticCustomError(
+            "call_id_type",
+            "must be a string (or an integer), not {kind}",
+            {"kind": describe(value)},
+        )
+    if len(str(value)) > MAX_ID_LENGTH:
+        raise PydanticCustomError("call_id_length", f"is longer than {MAX_ID_LENGTH} characters")
+    return value
+
+
+Content = Annotated[str | list[JsonValue] | dict[str, JsonValue] | None, BeforeValidator(_content)]
+CallId = Annotated[Any, BeforeValidator(_call_id)]
+"""As sent: a string or an integer. ``ids.usable_id`` decides whether it names a call."""
+
+
+class Message(BaseModel):
+    """One buffer entry, in the stored shape."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: Content = None
+    metadata: Annotated[dict[str, JsonValue], BeforeValidator(_json)] = {}
+
+    def as_stored(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content, "metadata": self.metadata}
+
+    def to_flat(self) -> FlatMessage:
+        return FlatMessage.model_validate(
+            {"role": self.role, "content": self.content, **self.metadata}
+        )
+
+
+def placeholder_for(call_id: str) -> Message:
+    """The synthetic result that MEM-3 inserts for a call that was never answered."""
+    return Message(
+        role="tool",
+        content=INTERRUPTED_TEXT,
+        metadata={"tool_call_id": call_id, "healed": True},
+    )
+
+
+class DeclaredCall(BaseModel):
+    """One entry of an assistant turn's ``tool_calls``, in either spelling (MEM-11)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tool_call_id: CallId = None
+    id: CallId = None
+
+
+class ToolKeys(BaseModel):
+    """The keys that pair calls with results, wherever a message carries them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tool_calls: list[DeclaredCall] | None = None
+    tool_call_id: CallId = None
+    healed: StrictBool | None = None
+
+
+class FlatMessage(ToolKeys):
+    """A message in the flat provider shape, or in the stored shape (tool keys under
+    ``metadata``): what the API, imports and forms accept."""
+
+    role: Role
+    content: Content = None
+    metadata: ToolKeys | None = None
+
+    def to_stored(self) -> Message:
+        """The stored shape: every top-level key but role and content under ``metadata``,
+        where the same key already under ``metadata`` must agree."""
+        top = self.model_dump(exclude_unset=True, exclude={"role", "content", "metadata"})
+        nested = self.metadata.model_dump(exclude_unset=True) if self.metadata else {}
+        clashes = [key for key, value in top.items() if key in nested and nested[key] != value]
+        if clashes:
+            raise InvalidInput(
+                [
+                    Problem(
+                        key, "is given both at top level and under metadata, with different values"
+                    )
+                    for key in clashes
+                ]
+            )
+        return Message.model_construct(
+            role=self.role, content=self.content, metadata=_json_checked({**nested, **top})
+        )
+
+
+def _json_checked(metadata: dict[str, Any]) -> dict[str, Any]:
+    problem = json_problem(metadata)
+    if problem:
+        raise InvalidInput([Problem("metadata", problem)])
+    return metadata
+
+
+_SENTENCES = {
+    "missing": "is missing",
+    "model_type": "must be an object, not {kind}",
+    "model_attributes_type": "must be an object, not {kind}",
+    "dict_type": "must be an object, not {kind}",
+    "list_type": "must be a list, not {kind}",
+    "bool_type": "must be true or false, not {kind}",
+    "literal_error": "must be one of {allowed}, not {input!r}",
+}
+
+
+def _problem(error: ErrorDetails, path: str) -> Problem:
+    where = path
+    for part in error["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}"
+    template = _SENTENCES.get(error["type"])
+    if error["type"] == "list_type" and error["loc"][-1:] == ("tool_calls",):
+        template = "must be a list of calls, not {kind}"
+    if template is None:
+        return Problem(where, error["msg"])
+    sentence = template.format(
+        kind=describe(error.get("input")), input=error.get("input"), allowed=", ".join(ROLES)
+    )
+    return Problem(where, sentence)
 
 
 def parse_message(raw: object, path: str) -> Message:
@@ -117,80 +239,14 @@ def parse_message(raw: object, path: str) -> Message:
     This checks structure only (what a stored transcript must have to be kept at
     all); whether a message may be *appended* is ``appendable_problems``' question.
     """
-    problems: list[Problem] = []
-    if not isinstance(raw, dict):
-        raise InvalidInput([Problem(path, f"must be an object, not {describe(raw)}")])
-
-    role = raw.get("role")
-    if "role" not in raw:
-        problems.append(Problem(f"{path}.role", "is missing"))
-    elif role not in ROLES:
-        allowed = ", ".join(ROLES)
-        problems.append(Problem(f"{path}.role", f"must be one of {allowed}, not {role!r}"))
-
-    content = raw.get("content")
-    if content is not None and not isinstance(content, str | list | dict):
-        problems.append(
-            Problem(
-                f"{path}.content",
-                "must be a string, a list of content parts, an object or null, "
-                f"not {describe(content)}",
-            )
-        )
-
-    metadata = raw.get("metadata", {})
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        problems.append(Problem(f"{path}.metadata", f"must be an object, not {describe(metadata)}"))
-        metadata = {}
-    merged: dict[str, Any] = dict(metadata)
-    for key, value in raw.items():
-        if key in ("role", "content", "metadata"):
-            continue
-        if key in merged and merged[key] != value:
-            problems.append(
-                Problem(
-                    f"{path}.{key}",
-                    "is given both at top level and under metadata, with different values",
-                )
-            )
-        merged[key] = value
-
-    def where(key: str) -> str:
-        """The path of a tool key as the client sent it: top level, or under metadata."""
-        return f"{path}.{key}" if key in raw else f"{path}.metadata.{key}"
-
-    if "tool_calls" in merged:
-        calls = merged["tool_calls"]
-        if not isinstance(calls, list):
-            problems.append(
-                Problem(where("tool_calls"), f"must be a list of calls, not {describe(calls)}")
-            )
-        else:
-            for i, call in enumerate(calls):
-                call_path = f"{where('tool_calls')}[{i}]"
-                if not isinstance(call, dict):
-                    problems.append(Problem(call_path, f"must be an object, not {describe(call)}"))
-                    continue
-                for key in ("tool_call_id", "id"):
-                    if key in call and call[key] is not None:
-                        _check_id(call[key], f"{call_path}.{key}", problems)
-    if "tool_call_id" in merged and merged["tool_call_id"] is not None:
-        _check_id(merged["tool_call_id"], where("tool_call_id"), problems)
-    if "healed" in merged and not isinstance(merged["healed"], bool):
-        problems.append(
-            Problem(where("healed"), f"must be true or false, not {describe(merged['healed'])}")
-        )
-
-    if not problems:
-        for field, value in (("content", content), ("metadata", merged)):
-            problem = json_problem(value)
-            if problem:
-                problems.append(Problem(f"{path}.{field}", problem))
-    if problems:
-        raise InvalidInput(problems)
-    return Message.model_construct(role=cast(Role, role), content=content, metadata=merged)
+    try:
+        flat = FlatMessage.model_validate(raw)
+    except ValidationError as error:
+        raise InvalidInput([_problem(e, path) for e in error.errors()]) from None
+    try:
+        return flat.to_stored()
+    except InvalidInput as error:
+        raise error.within(f"{path}.") from None
 
 
 def parse_messages(raw: object, path: str = "messages") -> list[Message]:

@@ -183,3 +183,17 @@ def test_a_message_is_immutable() -> None:
 
     with pytest.raises(ValueError, match="frozen"):
         message.role = "tool"  # type: ignore[misc]
+
+
+def test_a_flat_message_round_trips_through_the_stored_shape() -> None:
+    flat = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "f"}}],
+        "refusal": None,
+    }
+
+    stored = parse_message(flat, "m")
+
+    assert stored.metadata == {"tool_calls": flat["tool_calls"], "refusal": None}
+    assert stored.to_flat().model_dump(exclude_unset=True) == flat
