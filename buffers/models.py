@@ -77,6 +77,9 @@ class Conversation(models.Model):
     healed_count = models.IntegerField(
         default=0, editable=False, help_text="Healed placeholders the buffer holds."
     )
+    version = models.BigIntegerField(
+        default=0, editable=False, help_text="Counts the writes to the buffer (MEM-12)."
+    )
 
     objects = ConversationQuerySet.as_manager()
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import batched
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
@@ -29,8 +30,7 @@ MAX_BATCH = 10_000
 
 _ID_CHUNK = 5_000
 _INSERT_BATCH = 2_000
-_SQLITE_BUSY_RETRIES = 5
-_COLLISION_RETRIES = 3
+_ATTEMPTS = 6
 
 
 class ConversationNotFound(LookupError):
@@ -79,39 +79,42 @@ def append_messages(
         raise healing.InvalidInput(problems)
 
     def append(conversation: Conversation) -> healing.AppendReport:
-        facts, rows = _load_facts(conversation, messages)
+        facts, stored = _load_facts(conversation, messages)
         plan = healing.plan_append(facts, messages)
-        _apply(conversation, plan, rows)
+        _apply(conversation, plan, stored)
         return plan.report
 
-    for attempt in range(_COLLISION_RETRIES):
-        try:
-            return _serialized(conversation_id, via, append)
-        except IntegrityError:
-            # Only an append that had to proceed unserialized can collide with another;
-            # planning again on the buffer as it now is puts the turn in (MEM-12).
-            if attempt == _COLLISION_RETRIES - 1:
-                raise
-            log.warning(
-                "append to conversation %s via %s collided with a concurrent append; retrying",
-                conversation_id,
-                via,
-            )
-    raise AssertionError("unreachable")
+    return with_buffer_lock(conversation_id, via, append)
 
 
-def _serialized[T](conversation_id: int, via: str, work: Callable[[Conversation], T]) -> T:
-    """Run ``work`` on the conversation inside one transaction that holds its buffer lock.
+class _StaleBuffer(Exception):
+    """The buffer changed between reading its facts and writing the plan: an append that
+    proceeded unserialized met another one. Planning again on the buffer as it now is
+    puts the turn in (MEM-12)."""
 
-    PostgreSQL: a row lock on the conversation (its scope, scope id and key name one
-    row), waited for at most FLOWDROP_BUFFER_LOCK_WAIT seconds; past that the append
-    proceeds without it and logs a warning. SQLite: BEGIN IMMEDIATE takes the database
-    write lock, waiting up to the same bound; SQLite cannot write without it, so the
-    append logs a warning and waits again rather than dropping the turn.
+
+# pg_advisory_xact_lock(class, object): the class names FlowDrop buffers ("Flow").
+_LOCK_CLASS = 0x466C6F77
+
+
+def with_buffer_lock[T](conversation_id: int, via: str, work: Callable[[Conversation], T]) -> T:
+    """Run ``work`` on the conversation in one transaction that holds its buffer lock;
+    every write to a buffer goes through here. ``via`` names the entry point in warnings.
+
+    The lock is per conversation (whose scope, scope id and key are unique together),
+    and waiting for it is bounded by FLOWDROP_BUFFER_LOCK_WAIT:
+
+    - PostgreSQL: a transaction-scoped advisory lock. Past the bound the append proceeds
+      unserialized and logs a warning. Its first write is a compare-and-set on the
+      conversation's version, so if another append got in first, this one plans again.
+    - SQLite: BEGIN IMMEDIATE takes the database write lock. SQLite cannot write without
+      it, so past the bound the append logs a warning and waits again.
+
+    Either way a turn is never dropped. After ``_ATTEMPTS`` rounds the append gives up
+    with ``BufferBusy`` and nothing written (docs/decisions.md, MEM-12).
     """
     wait_ms = max(1, round(settings.FLOWDROP_BUFFER_LOCK_WAIT * 1000))
-    attempts = _SQLITE_BUSY_RETRIES + 1
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, _ATTEMPTS + 1):
         if connection.vendor == "sqlite" and not connection.in_atomic_block:
             with connection.cursor() as cursor:
                 cursor.execute(f"PRAGMA busy_timeout = {wait_ms}")
@@ -119,46 +122,64 @@ def _serialized[T](conversation_id: int, via: str, work: Callable[[Conversation]
             with transaction.atomic():
                 conversation = _lock(conversation_id, via, wait_ms)
                 return work(conversation)
+        except _StaleBuffer:
+            why: str | None = "the buffer changed under this unserialized append; planning again"
         except OperationalError as error:
-            if connection.vendor != "sqlite" or "locked" not in str(error):
+            why = _retryable(error)
+            if why is None:
                 raise
-            log.warning(
-                "MEM-12: append to conversation %s via %s waited %sms for the SQLite write lock "
-                "(attempt %s of %s)%s",
-                conversation_id,
-                via,
-                wait_ms,
-                attempt,
-                attempts,
-                "; waiting again" if attempt < attempts else "; giving up, nothing written",
-            )
-    raise BufferBusy(f"conversation {conversation_id} stayed locked; nothing was written")
+        log.warning(
+            "MEM-12: append to conversation %s via %s: %s (attempt %s of %s)",
+            conversation_id,
+            via,
+            why if attempt < _ATTEMPTS else f"{why}; giving up, nothing written",
+            attempt,
+            _ATTEMPTS,
+        )
+    raise BufferBusy(f"conversation {conversation_id} stayed busy; nothing was written")
+
+
+def _retryable(error: OperationalError) -> str | None:
+    """Why an append should be tried again after this error, or None when it should not."""
+    if connection.vendor == "sqlite" and "locked" in str(error):
+        return f"waited {settings.FLOWDROP_BUFFER_LOCK_WAIT}s for the SQLite write lock"
+    sqlstate = getattr(error.__cause__, "sqlstate", None)
+    if sqlstate in ("40P01", "40001"):  # deadlock detected, serialization failure
+        return "the database cancelled it to break a deadlock; trying again"
+    return None
 
 
 def _lock(conversation_id: int, via: str, wait_ms: int) -> Conversation:
     conversations = Conversation.objects.filter(pk=conversation_id)
-    if connection.vendor != "postgresql":
-        # SQLite: BEGIN IMMEDIATE already holds the database write lock.
-        return _get(conversations, conversation_id)
+    if connection.vendor == "postgresql":
+        _take_advisory_lock(conversation_id, via, wait_ms)
+    # SQLite: BEGIN IMMEDIATE already holds the database write lock.
+    return _get(conversations, conversation_id)
+
+
+def _take_advisory_lock(conversation_id: int, via: str, wait_ms: int) -> None:
+    key = [_LOCK_CLASS, conversation_id & 0x7FFFFFFF]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
-    try:
-        with transaction.atomic():
-            return _get(conversations.select_for_update(), conversation_id)
-    except OperationalError as error:
-        if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
-            raise
-        log.warning(
-            "MEM-12: append to conversation %s via %s could not take the buffer lock within "
-            "%sms; proceeding unserialized",
-            conversation_id,
-            via,
-            wait_ms,
+        cursor.execute(
+            "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+            [f"{wait_ms}ms"],
         )
-        return _get(conversations, conversation_id)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('lock_timeout', '0', true)")
+        previous = cursor.fetchone()[0]
+        try:
+            with transaction.atomic():
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
+        except OperationalError as error:
+            if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+                raise
+            log.warning(
+                "MEM-12: append to conversation %s via %s could not take the buffer lock "
+                "within %sms; proceeding unserialized",
+                conversation_id,
+                via,
+                wait_ms,
+            )
+        finally:
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
 
 
 def _get(conversations: Any, conversation_id: int) -> Conversation:
@@ -244,6 +265,18 @@ def _apply(
 ) -> None:
     """Write a plan: overwrite replaced placeholders, make room mid-buffer, insert the new
     rows, and bring the declared-call index and the counters along."""
+    if not plan.inserts and not plan.replacements:
+        return
+    # First, and only if no other append wrote since the facts were read (MEM-12).
+    changed = Conversation.objects.filter(pk=conversation.pk, version=conversation.version).update(
+        version=F("version") + 1,
+        message_count=F("message_count") + len(plan.inserts),
+        unanswered_count=F("unanswered_count") + plan.unanswered_delta,
+        healed_count=F("healed_count") + plan.placeholders_delta,
+        updated_at=timezone.now(),
+    )
+    if not changed:
+        raise _StaleBuffer
     for replacement in plan.replacements:
         message = replacement.message
         Message.objects.filter(pk=stored[replacement.original_position].pk).update(
@@ -291,12 +324,6 @@ def _apply(
         DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
             answered=True
         )
-    Conversation.objects.filter(pk=conversation.pk).update(
-        message_count=F("message_count") + len(plan.inserts),
-        unanswered_count=F("unanswered_count") + plan.unanswered_delta,
-        healed_count=F("healed_count") + plan.placeholders_delta,
-        updated_at=timezone.now(),
-    )
 
 
 def _make_room(
@@ -304,18 +331,17 @@ def _make_room(
 ) -> dict[int, int]:
     """Shift the rows after each mid-buffer insert point (placeholders go into the block of
     the turn they follow) and the blocks after them. Returns how many rows each block gets."""
-    grown: dict[int, int] = {}
+    per_gap = Counter(insert.gap for insert in plan.mid_buffer_inserts())
+    grown: Counter[int] = Counter()
     shifts_in: dict[int, list[tuple[int, int]]] = {}
-    gaps = sorted({insert.gap for insert in plan.mid_buffer_inserts()})
-    for gap in gaps:
+    for gap, count in sorted(per_gap.items()):
         owner = stored[gap - 1]
-        count = sum(1 for insert in plan.inserts if insert.gap == gap)
-        grown[owner.block_id] = grown.get(owner.block_id, 0) + count
+        grown[owner.block_id] += count
         shifts_in.setdefault(owner.block_id, []).append((owner.slot, count))
     _shift_slots(shifts_in)
-    if gaps:
-        _shift_block_starts(conversation, plan, gaps)
-    return grown
+    if per_gap:
+        _shift_block_starts(conversation, plan, min(per_gap))
+    return dict(grown)
 
 
 def _shift_slots(shifts_in: dict[int, list[tuple[int, int]]]) -> None:
@@ -336,15 +362,20 @@ def _shift_slots(shifts_in: dict[int, list[tuple[int, int]]]) -> None:
 
 
 def _shift_block_starts(
-    conversation: Conversation, plan: healing.AppendPlan, gaps: list[int]
+    conversation: Conversation, plan: healing.AppendPlan, first_gap: int
 ) -> None:
-    whens = [
-        When(start__gte=gap, then=Value(sum(1 for i in plan.inserts if i.gap <= gap)))
-        for gap in reversed(gaps)
-    ]
-    # Starts are unique per conversation: through negative values and back, as for slots.
-    blocks = Block.objects.filter(conversation=conversation, start__gte=gaps[0])
-    blocks.update(start=-(F("start") + Case(*whens, default=Value(0))) - 1)
+    """Move the blocks after the first insert point by the rows inserted before them: one
+    CASE branch per run of blocks that move alike, so at most one per block. Starts are
+    unique per conversation: through negative values and back, as for slots."""
+    later = Block.objects.filter(conversation=conversation, start__gte=first_gap)
+    starts = sorted(later.values_list("start", flat=True))
+    runs: list[tuple[int, int]] = []  # (first start of a run, how far it moves)
+    for start in starts:
+        moved = plan.shifted(start) - start
+        if not runs or runs[-1][1] != moved:
+            runs.append((start, moved))
+    whens = [When(start__gte=first, then=Value(moved)) for first, moved in reversed(runs)]
+    later.update(start=-(F("start") + Case(*whens, default=Value(0))) - 1)
     Block.objects.filter(conversation=conversation, start__lt=0).update(start=-F("start") - 1)
 
 

@@ -105,6 +105,8 @@ def _read_json(text: str) -> list[ConversationIn]:
         ) from None
     except RecursionError:
         raise InvalidInput([Problem("file", TOO_DEEP)]) from None
+    except ValueError as error:  # e.g. an integer of more than 4,300 digits
+        raise InvalidInput([Problem("file", f"cannot be read: {error}")]) from None
     if isinstance(data, dict):
         return [parse_conversation(data, "conversation")]
     if not isinstance(data, list):
@@ -136,6 +138,9 @@ def _read_jsonl(text: str) -> list[ConversationIn]:
             continue
         except RecursionError:
             problems.append(Problem(f"line {number}", TOO_DEEP))
+            continue
+        except ValueError as error:  # e.g. an integer of more than 4,300 digits
+            problems.append(Problem(f"line {number}", f"cannot be read: {error}"))
             continue
         try:
             conversations.append(

@@ -11,9 +11,9 @@ from functools import partial
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
-from buffers import selectors, services
+from buffers import healing, selectors, services
 from buffers.models import Conversation
 from tests.buffers import assistant, parse, store, user
 from tests.integrity import assert_consistent
@@ -72,40 +72,72 @@ def test_concurrent_appends_of_turns_and_calls_all_land_and_heal_each_call_once(
     assert_consistent(conversation)
 
 
+def warnings_in(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
 def test_an_append_waits_its_turn_and_warns_when_the_wait_runs_out(
     settings: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The wait for the buffer lock is bounded. Past it the append is not dropped: on
     PostgreSQL it proceeds unserialized, on SQLite (which cannot write without its lock)
-    it waits again. Either way it warns and the turn lands."""
+    it waits again. Either way it warns, and the turn lands."""
     settings.FLOWDROP_BUFFER_LOCK_WAIT = 0.2
     conversation = store([assistant("c1")])
     holding = threading.Event()
 
-    def hold_the_lock() -> None:
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                Conversation.objects.select_for_update().get(pk=conversation.pk)
-            else:
-                Conversation.objects.filter(pk=conversation.pk).update(title="busy")
-            holding.set()
-            time.sleep(1.0)
+    def hold(_: Conversation) -> None:
+        holding.set()
+        time.sleep(1.0)
 
-    holder = in_thread(hold_the_lock)
+    holder = in_thread(partial(services.with_buffer_lock, conversation.pk, "holder", hold))
     holding.wait(5)
     with caplog.at_level(logging.WARNING, logger="buffers"):
-        report = services.append_messages(
-            conversation_id=conversation.pk, messages=parse([user("still there?")]), via="tests"
-        )
+        appended = append(conversation.pk, user("still there?"))
     holder.join()
 
-    assert (report.appended, [h.tool_call_id for h in report.healed]) == (1, ["c1"])
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert appended == 1
+    warnings = warnings_in(caplog)
     assert warnings, "running out of the wait must be logged"
     assert all(f"conversation {conversation.pk} via tests" in w for w in warnings)
     if connection.vendor == "postgresql":
         assert len(warnings) == 1
         assert "proceeding unserialized" in warnings[0]
     else:
-        assert "waiting again" in warnings[0]
+        assert "waited 0.2s for the SQLite write lock (attempt 1 of 6)" in warnings[0]
+    assert_consistent(conversation)
+
+
+def test_an_unserialized_append_that_meets_another_plans_again(
+    postgresql: None, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An append that proceeded unserialized writes only if no other append wrote since it
+    read the buffer; the one that finds the buffer changed plans again. Nothing is lost
+    and the order stays whole (PostgreSQL: SQLite cannot proceed without its lock)."""
+    settings.FLOWDROP_BUFFER_LOCK_WAIT = 0.2
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 3
+    conversation = store([assistant("c1"), user(), user()])
+    holding = threading.Event()
+
+    def append_and_hold(_: Conversation) -> None:
+        append(conversation.pk, user("from the holder"))  # written, not yet committed
+        holding.set()
+        time.sleep(0.6)  # past the other append's bound: it reads the buffer unserialized
+
+    with caplog.at_level(logging.WARNING, logger="buffers"):
+        holder = in_thread(
+            partial(services.with_buffer_lock, conversation.pk, "holder", append_and_hold)
+        )
+        holding.wait(5)
+        append(conversation.pk, {"role": "system", "content": "from the impatient one"})
+        holder.join()
+
+    contents = [m.content for m in selectors.buffer_messages(conversation)]
+    assert "from the holder" in contents
+    assert "from the impatient one" in contents
+    assert contents.count(healing.INTERRUPTED_TEXT) == 1
+    warnings = warnings_in(caplog)
+    assert any("proceeding unserialized" in w for w in warnings)
+    assert any("the buffer changed under this unserialized append; planning again" in w
+               for w in warnings)  # fmt: skip
     assert_consistent(conversation)

@@ -337,6 +337,40 @@ BAD_FILES = [
         ['line 1: conversation.scope_id: is required in the "session" scope'],
         id="a non-global scope without a scope_id",
     ),
+    pytest.param(
+        "surrogate.json",
+        '{"title": "t\\udfff", "messages": [{"role": "user", "content": "a\\ud800"}]}',
+        [
+            "conversation.title: holds the character U+DFFF, which cannot be stored",
+            "conversation.messages[0].content: holds the character U+D800, which cannot be stored",
+        ],
+        id="lone surrogates, which UTF-8 and PostgreSQL cannot store",
+    ),
+    pytest.param(
+        "nul.jsonl",
+        '{"source": "a\\u0000", "messages": []}\n',
+        ["line 1: conversation.source: holds the character U+0000, which cannot be stored"],
+        id="a NUL character, which PostgreSQL cannot store",
+    ),
+    pytest.param(
+        "huge-number.json",
+        '{"messages": [{"role": "user", "metadata": {"n": ' + "9" * 5000 + "}}]}",
+        [
+            "file: cannot be read: Exceeds the limit (4300 digits) for integer string "
+            "conversion: value has 5000 digits; use sys.set_int_max_str_digits() to increase "
+            "the limit"
+        ],
+        id="an integer too long to read",
+    ),
+    pytest.param(
+        "deep.jsonl",
+        '{"messages": [{"role": "user", "content": ' + "[" * 100 + "]" * 100 + "}]}\n",
+        [
+            "line 1: conversation.messages[0].content: nests arrays or objects more than 64 "
+            "levels deep"
+        ],
+        id="nesting too deep",
+    ),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import override_settings
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -158,12 +159,12 @@ def test_a_batch_does_what_its_messages_do_one_append_at_a_time(
 @hypothesis_settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(buffer=buffers, batches=st.lists(batches, min_size=1, max_size=3))
 def test_the_service_and_the_planner_give_the_same_buffer_and_report(
-    buffer: list[Any], batches: list[list[Any]], settings: Any
+    buffer: list[Any], batches: list[list[Any]]
 ) -> None:
-    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 3
-    pure, stored = PureBuffer(buffer), StoredBuffer(buffer)
+    with override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3):
+        pure, stored = PureBuffer(buffer), StoredBuffer(buffer)
 
-    for batch in batches:
-        assert stored.append(batch) == pure.append(batch)
-        assert stored.stored() == pure.stored()
-        assert_consistent(stored.conversation)
+        for batch in batches:
+            assert stored.append(batch) == pure.append(batch)
+            assert stored.stored() == pure.stored()
+            assert_consistent(stored.conversation)

@@ -260,6 +260,17 @@ def test_an_incoming_message_marked_healed_never_replaces_a_placeholder(make_buf
 
 
 @pytest.mark.rule("MEM-10")
+def test_an_incoming_message_marked_healed_is_dropped_whatever_holds_its_id(
+    make_buffer: Any,
+) -> None:
+    buffer = make_buffer([assistant("c1"), result("c1")])
+
+    report = buffer.append([placeholder("c1")])
+
+    assert [d.reason for d in report.dropped] == ["healed_duplicate"]
+
+
+@pytest.mark.rule("MEM-10")
 def test_an_incoming_message_marked_healed_with_a_new_id_is_kept_as_sent(make_buffer: Any) -> None:
     """A13: so that exported buffers import and round-trip; it is then a placeholder like any."""
     buffer = make_buffer([assistant("c1")])

@@ -150,3 +150,16 @@ def test_a_page_by_position_is_one_query_wherever_it_starts(settings: Any) -> No
         with CaptureQueriesContext(connection) as captured:
             list(selectors.messages_page(conversation, offset=offset, limit=50))
         assert len(captured.captured_queries) == 1
+
+
+def test_healing_many_calls_takes_statements_per_block_not_per_call(settings: Any) -> None:
+    """400 turns each left a call dangling; one user turn heals them all in a handful of
+    statements per block touched, never one per call."""
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    conversation = store([assistant(f"c{n}") for n in range(400)])
+
+    statements = queries_to_append(conversation, user("anyone?"))
+
+    assert len(statements) < 40
+    assert conversation.messages.filter(is_placeholder=True).count() == 400
+    assert_consistent(conversation)

@@ -19,6 +19,7 @@ returned in the stored shape.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, get_args
 
@@ -61,30 +62,41 @@ def describe(value: object) -> str:
     return type(value).__name__
 
 
+MAX_DEPTH = 64
+"""How deeply arrays and objects may nest inside one message's content or metadata."""
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def json_problem(value: object) -> str | None:
     """Why ``value`` cannot be stored as JSON, or None when it can.
 
     Besides what JSON itself refuses (NaN, infinities, non-string keys, other types), a
-    string may not hold U+0000: PostgreSQL cannot store it, so neither database does.
+    string may not hold U+0000 or a lone surrogate (U+D800 to U+DFFF): PostgreSQL cannot
+    store either and UTF-8 cannot encode the second, so neither database takes them.
+    Nesting deeper than MAX_DEPTH is refused too.
     """
-    pending = [value]
+    pending: list[tuple[object, int]] = [(value, 0)]
     while pending:
-        item = pending.pop()
+        item, depth = pending.pop()
         if item is None or isinstance(item, bool | int):
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
                 return "holds a number that JSON cannot carry (NaN or infinity)"
         elif isinstance(item, str):
-            if "\x00" in item:
-                return "holds a NUL character (U+0000), which cannot be stored"
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, dict):
+            if found := _UNSTORABLE.search(item):
+                return f"holds the character U+{ord(found.group()):04X}, which cannot be stored"
+        elif isinstance(item, list | dict):
+            if depth >= MAX_DEPTH:
+                return f"nests arrays or objects more than {MAX_DEPTH} levels deep"
+            if isinstance(item, list):
+                pending.extend((nested, depth + 1) for nested in item)
+                continue
             for key, nested in item.items():
                 if not isinstance(key, str):
                     return "holds an object key that is not a string"
-                pending.extend((key, nested))
+                pending.extend(((key, depth + 1), (nested, depth + 1)))
         else:
             return f"holds a value that is not JSON ({type(item).__name__})"
     return None

@@ -20,8 +20,10 @@ append reports (MEM-14); the caller applies it, to a list or to the database.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from .facts import BufferFacts, ResultSlot
@@ -135,7 +137,11 @@ class AppendPlan:
 
     def shifted(self, original_position: int) -> int:
         """Where a row of the buffer as it was ends up."""
-        return _shifted(self.inserts, original_position)
+        return _shifted(self._gaps, original_position)
+
+    @cached_property
+    def _gaps(self) -> list[int]:
+        return [i.gap for i in self.inserts]  # non-decreasing: inserts are in buffer order
 
     def mid_buffer_inserts(self) -> list[Insert]:
         """Placeholders healed into the buffer as it was, in buffer order."""
@@ -146,8 +152,9 @@ class AppendPlan:
         return [i for i in self.inserts if i.gap == self.length_before]
 
 
-def _shifted(inserts: Sequence[Insert], original_position: int) -> int:
-    return original_position + sum(1 for i in inserts if i.gap <= original_position)
+def _shifted(gaps: list[int], original_position: int) -> int:
+    """``original_position`` plus the rows inserted before it (``gaps`` sorted)."""
+    return original_position + bisect_right(gaps, original_position)
 
 
 class _Row:
@@ -163,7 +170,6 @@ class _Row:
 
 
 type _Holder = _Row | ResultSlot
-type _Owner = _Row | int  # a new row, or the position of a stored row
 
 
 class _Planner:
@@ -232,10 +238,10 @@ class _Planner:
         holder_is_placeholder = (
             holder.placeholder if isinstance(holder, ResultSlot) else is_placeholder(holder.message)
         )
-        if not holder_is_placeholder:
-            self.drop(index, "duplicate_result", call_id)
-        elif is_placeholder(message):
+        if is_placeholder(message):
             self.drop(index, "healed_duplicate", call_id)
+        elif not holder_is_placeholder:
+            self.drop(index, "duplicate_result", call_id)
         elif isinstance(holder, ResultSlot):
             self.replaced_stored[holder.position] = message
             self.held[call_id] = ResultSlot(holder.position, placeholder=False)
@@ -267,26 +273,33 @@ class _Planner:
     def heal(self) -> None:
         """MEM-3: a placeholder for every open call, directly after the turn that owns it,
         in declaration order."""
-        open_calls: list[tuple[str, _Owner]] = [
-            (call.call_id, call.declared_at)
-            for call in self.facts.open_calls_in_order()
-            if call.call_id not in self.held
-        ]
-        open_calls += [(cid, row) for cid, (row, _) in self.open_new.items()]
-        placed_after: dict[_Owner, int] = {}
-        for call_id, owner in open_calls:
-            already = placed_after.get(owner, 0)
-            placed_after[owner] = already + 1
-            if isinstance(owner, _Row):  # a turn of this batch
+        placed_after: dict[int, int] = {}
+        for call in self.facts.open_calls_in_order():
+            if call.call_id in self.held:
+                continue
+            already = placed_after.get(call.declared_at, 0)
+            placed_after[call.declared_at] = already + 1
+            gap = call.declared_at + 1  # the stored turn's own gap, or the tail's start
+            placeholder = _Row(placeholder_for(call.call_id), gap, None)
+            self.gaps.setdefault(gap, []).insert(already, placeholder)
+            self.held[call.call_id] = placeholder
+            self.answered_stored.append(call.call_id)
+            self.healed.append((placeholder, call.call_id))
+        if not self.open_new:
+            return
+        owned: dict[_Row, list[str]] = {}
+        for call_id, (owner, _) in self.open_new.items():
+            owned.setdefault(owner, []).append(call_id)
+        tail: list[_Row] = []
+        for row in self.tail:
+            tail.append(row)
+            for call_id in owned.get(row, ()):
                 placeholder = _Row(placeholder_for(call_id), self.length, None)
-                self.tail.insert(self.tail.index(owner) + 1 + already, placeholder)
-                del self.open_new[call_id]
-            else:  # a stored turn: into the gap right after it
-                placeholder = _Row(placeholder_for(call_id), owner + 1, None)
-                self.gaps.setdefault(owner + 1, []).insert(already, placeholder)
-                self.answered_stored.append(call_id)
-            self.held[call_id] = placeholder
-            self.healed.append((placeholder, call_id))
+                tail.append(placeholder)
+                self.held[call_id] = placeholder
+                self.healed.append((placeholder, call_id))
+        self.tail[:] = tail
+        self.open_new.clear()
 
     # The plan.
 
@@ -299,8 +312,10 @@ class _Planner:
         rows = [row for gap in sorted(self.gaps) for row in self.gaps[gap]]
         inserts = tuple(Insert(r.gap, r.position, r.message, r.batch_index) for r in rows)
 
+        gaps = [r.gap for r in rows]
+
         def where(target: _Row | int) -> int:
-            return target.position if isinstance(target, _Row) else _shifted(inserts, target)
+            return target.position if isinstance(target, _Row) else _shifted(gaps, target)
 
         replacements = tuple(
             Replacement(original, where(original), message)

@@ -124,8 +124,30 @@ def test_a_malformed_message_is_refused_with_its_path_and_a_sentence(
 def test_a_nul_character_anywhere_is_refused_because_postgresql_cannot_store_it(
     raw: dict[str, object], expected: str
 ) -> None:
-    assert problems_of([raw]) == [
-        f"{expected}: holds a NUL character (U+0000), which cannot be stored"
+    assert problems_of([raw]) == [f"{expected}: holds the character U+0000, which cannot be stored"]
+
+
+def test_a_lone_surrogate_is_refused_because_utf8_cannot_encode_it() -> None:
+    assert problems_of([{"role": "user", "content": "a\ud800b"}]) == [
+        "messages[0].content: holds the character U+D800, which cannot be stored"
+    ]
+    assert problems_of([{"role": "tool", "tool_call_id": "c\udfff"}]) == [
+        "messages[0].metadata: holds the character U+DFFF, which cannot be stored"
+    ]
+
+
+def test_nesting_deeper_than_the_limit_is_refused_in_plain_words() -> None:
+    deep: list[object] = []
+    inner = deep
+    for _ in range(70):
+        inner.append([])
+        inner = inner[0]  # type: ignore[assignment]
+
+    assert problems_of([{"role": "user", "content": deep}]) == [
+        "messages[0].content: nests arrays or objects more than 64 levels deep"
+    ]
+    assert problems_of([{"role": "user", "metadata": {"x": deep}}]) == [
+        "messages[0].metadata: nests arrays or objects more than 64 levels deep"
     ]
 
 
