@@ -16,7 +16,7 @@ from itertools import batched
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection, models, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
@@ -38,7 +38,8 @@ class ConversationNotFound(LookupError):
 
 
 class BufferBusy(RuntimeError):
-    """SQLite's write lock stayed taken through every bounded wait (see MEM-12 in decisions)."""
+    """An append could not take its turn in six rounds; nothing was written (MEM-12 in
+    docs/decisions.md)."""
 
 
 @dataclass(frozen=True)
@@ -487,7 +488,8 @@ def _write_verbatim(
 ) -> None:
     """Rows, blocks and the declared-call index for a whole transcript.
 
-    Message rows go in without the ORM (COPY on PostgreSQL, ``executemany`` on SQLite):
+    Message and declared-call rows go in without the ORM (COPY on PostgreSQL,
+    ``executemany`` on SQLite):
     building 100,000 model instances and compiling their INSERTs costs the ORM several
     seconds, and this is the one bulk path (docs/decisions.md, "Import speed"). The values
     are what the fields would write: JSON text for content and metadata, and the core's id
@@ -503,12 +505,15 @@ def _write_verbatim(
             for start in range(0, len(messages), block_size)
         ]
     )
-    columns = (
-        "conversation_id, block_id, slot, role, content, metadata, answers_call_id, is_placeholder"
-    )
-    with connection.cursor() as cursor:
-        for first, chunk in _chunks(messages, _INSERT_BATCH):
-            rows = [
+    message_columns = [
+        "conversation_id", "block_id", "slot", "role", "content", "metadata", "answers_call_id",
+        "is_placeholder",
+    ]  # fmt: skip
+    for first, chunk in _chunks(messages, _INSERT_BATCH):
+        _insert_rows(
+            Message,
+            message_columns,
+            [
                 (
                     conversation.pk,
                     blocks[position // block_size].pk,
@@ -520,20 +525,10 @@ def _write_verbatim(
                     healing.is_placeholder(message),
                 )
                 for position, message in enumerate(chunk, start=first)
-            ]
-            if connection.vendor == "postgresql":
-                copy = f"COPY {Message._meta.db_table} ({columns}) FROM STDIN"
-                with cursor.cursor.copy(copy) as target:
-                    for row in rows:
-                        target.write_row(row)
-            else:
-                cursor.executemany(
-                    f"INSERT INTO {Message._meta.db_table} ({columns}) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    rows,
-                )
-            if progress:
-                progress(len(chunk))
+            ],
+        )
+        if progress:
+            progress(len(chunk))
 
     block_start = {block.pk: block.start for block in blocks}
     owner_positions = {position for position, _ in index.owners.values()}
@@ -544,25 +539,37 @@ def _write_verbatim(
         ).values_list("pk", "block_id", "slot")
         if block_start[block_id] + slot in owner_positions
     }
-    DeclaredCall.objects.bulk_create(
-        [
-            DeclaredCall(
-                conversation=conversation,
-                message_id=pk_at[position],
-                call_id=call_id,
-                ordinal=ordinal,
-                answered=call_id in index.holders,
-            )
-            for call_id, (position, ordinal) in index.owners.items()
-        ],
-        batch_size=_INSERT_BATCH,
-    )
+    declared = [
+        (conversation.pk, pk_at[position], call_id, ordinal, call_id in index.holders)
+        for call_id, (position, ordinal) in index.owners.items()
+    ]
+    for _, rows in _chunks(declared, _INSERT_BATCH):
+        _insert_rows(
+            DeclaredCall,
+            ["conversation_id", "message_id", "call_id", "ordinal", "answered"],
+            list(rows),
+        )
     Conversation.objects.filter(pk=conversation.pk).update(
         message_count=len(messages),
         unanswered_count=len(index.open_calls()),
         healed_count=len(index.placeholders),
     )
     conversation.refresh_from_db()
+
+
+def _insert_rows(
+    model: type[models.Model], columns: list[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """Plain INSERT of many rows (COPY on PostgreSQL): JSON columns take JSON text."""
+    table, names = model._meta.db_table, ", ".join(columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as target:
+                for row in rows:
+                    target.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
 
 
 def _chunks[T](items: Sequence[T], size: int) -> Iterable[tuple[int, Sequence[T]]]:

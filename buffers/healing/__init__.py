@@ -28,6 +28,7 @@ from .ids import (
 from .messages import (
     INTERRUPTED_TEXT,
     ROLES,
+    FlatMessage,
     Message,
     Role,
     appendable_problems,
@@ -63,6 +64,7 @@ __all__ = [
     "Declaration",
     "Dropped",
     "Finding",
+    "FlatMessage",
     "Healed",
     "Insert",
     "InvalidInput",

@@ -69,12 +69,12 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def json_problem(value: object) -> str | None:
-    """Why ``value`` cannot be stored as JSON, or None when it can.
+    """Why ``value`` cannot be stored as JSON, or None when it can: the first problem found.
 
-    Besides what JSON itself refuses (NaN, infinities, non-string keys, other types), a
-    string may not hold U+0000 or a lone surrogate (U+D800 to U+DFFF): PostgreSQL cannot
-    store either and UTF-8 cannot encode the second, so neither database takes them.
-    Nesting deeper than MAX_DEPTH is refused too.
+    Besides what JSON itself refuses (NaN, infinities, values of other types), a string
+    may not hold U+0000 or a lone surrogate (U+D800 to U+DFFF): PostgreSQL cannot store
+    either and UTF-8 cannot encode the second, so neither database takes them. Nesting
+    deeper than MAX_DEPTH is refused too.
     """
     pending: list[tuple[object, int]] = [(value, 0)]
     while pending:
@@ -165,7 +165,7 @@ def placeholder_for(call_id: str) -> Message:
     )
 
 
-class DeclaredCall(BaseModel):
+class ToolCall(BaseModel):
     """One entry of an assistant turn's ``tool_calls``, in either spelling (MEM-11)."""
 
     model_config = ConfigDict(extra="allow")
@@ -179,7 +179,7 @@ class ToolKeys(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    tool_calls: list[DeclaredCall] | None = None
+    tool_calls: list[ToolCall] | None = None
     tool_call_id: CallId = None
     healed: StrictBool | None = None
 
@@ -195,8 +195,8 @@ class FlatMessage(ToolKeys):
     def to_stored(self) -> Message:
         """The stored shape: every top-level key but role and content under ``metadata``,
         where the same key already under ``metadata`` must agree."""
-        top = self.model_dump(exclude_unset=True, exclude={"role", "content", "metadata"})
-        nested = self.metadata.model_dump(exclude_unset=True) if self.metadata else {}
+        top = _as_sent(self)
+        nested = _as_sent(self.metadata) if self.metadata else {}
         clashes = [key for key, value in top.items() if key in nested and nested[key] != value]
         if clashes:
             raise InvalidInput(
@@ -208,8 +208,26 @@ class FlatMessage(ToolKeys):
                 ]
             )
         return Message.model_construct(
-            role=self.role, content=self.content, metadata=_json_checked({**nested, **top})
+            _fields_set=_STORED_FIELDS,
+            role=self.role,
+            content=self.content,
+            metadata=_json_checked({**nested, **top}),
         )
+
+
+_STORED_FIELDS = {"role", "content", "metadata"}
+_TOOL_FIELDS = frozenset(ToolKeys.model_fields)
+
+
+def _as_sent(keys: ToolKeys) -> dict[str, Any]:
+    """The tool keys and other extra keys of a message (or of its metadata) as sent."""
+    sent: dict[str, Any] = {
+        name: getattr(keys, name) for name in keys.model_fields_set if name in ToolKeys.model_fields
+    }
+    if sent.get("tool_calls") is not None:
+        sent["tool_calls"] = [call.model_dump(exclude_unset=True) for call in sent["tool_calls"]]
+    sent.update(keys.model_extra or {})
+    return sent
 
 
 def _json_checked(metadata: dict[str, Any]) -> dict[str, Any]:
