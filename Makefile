@@ -12,7 +12,7 @@ help:
 	@echo "make test         set up, lint, and run the whole test suite (browser tests included)"
 	@echo "make lint         ruff (lint and format check) and mypy"
 	@echo "make format       ruff format and fix"
-	@echo "make bench        benchmarks/append.py (set DATABASE_URL for PostgreSQL)"
+	@echo "make bench        benchmarks/append.py and api.py (set DATABASE_URL for PostgreSQL)"
 	@echo "make conformance  regenerate docs/conformance.md from the rule markers"
 
 $(PY):
@@ -48,6 +48,7 @@ format: setup
 
 bench: setup
 	$(PY) benchmarks/append.py
+	$(PY) benchmarks/api.py
 
 conformance: setup
 	$(PY) -m tests.conformance --write

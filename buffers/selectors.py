@@ -7,10 +7,10 @@ from typing import Any
 from django.db.models import QuerySet, Subquery
 
 from . import healing
-from .models import BUFFER_INDEX, Block, Conversation, Message
+from .models import BUFFER_INDEX, Block, Conversation, ConversationQuerySet, Message
 
 
-def conversations_recent() -> QuerySet[Conversation]:
+def conversations_recent() -> ConversationQuerySet:
     return Conversation.objects.order_by("-updated_at", "-id")
 
 

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+
+from buffers.api import api, not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", api.urls),
+    re_path(r"^api/", not_found),
     path("", include("buffers.urls")),
 ]

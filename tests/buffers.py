@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.test import Client
+
 from buffers import healing, selectors, services
 from buffers.models import Conversation
 
@@ -50,6 +52,49 @@ class StoredBuffer:
     def stored(self) -> list[dict[str, Any]]:
         self.conversation.refresh_from_db()
         return stored_shape(selectors.buffer_messages(self.conversation))
+
+
+class ApiBuffer:
+    """The storage API over Django's test client: what an outside client sees."""
+
+    engine = "api"
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.client = Client()
+        created = self.client.post(
+            "/api/conversations", {"messages": messages}, content_type="application/json"
+        )
+        assert created.status_code == 201, created.content
+        self.url = created["Location"]
+
+    def append(self, batch: list[dict[str, Any]]) -> healing.AppendReport:
+        answer = self.client.post(
+            f"{self.url}/messages", {"messages": batch}, content_type="application/json"
+        )
+        body = answer.json()
+        if answer.status_code == 422:
+            problems = [healing.Problem(p["path"], p["message"]) for p in body["problems"]]
+            raise healing.InvalidInput(problems)
+        assert answer.status_code == 200, body
+        report = healing.AppendReport(
+            count=body["count"],
+            appended=body["appended"],
+            healed=tuple(healing.Healed(**h) for h in body["healed"]),
+            replaced=tuple(healing.Replaced(**r) for r in body["replaced"]),
+            dropped=tuple(
+                healing.Dropped(d["batch_index"], d["reason"], d["tool_call_id"])
+                for d in body["dropped"]
+            ),
+            outcomes=tuple(healing.Outcome(**o) for o in body["outcomes"]),
+        )
+        assert body["appended_any"] == report.appended_any
+        return report
+
+    def stored(self) -> list[dict[str, Any]]:
+        page = self.client.get(f"{self.url}/messages", {"limit": 500}).json()
+        assert page["count"] == len(page["messages"]), "tests keep buffers under a page"
+        messages: list[dict[str, Any]] = page["messages"]
+        return messages
 
 
 def store(messages: list[dict[str, Any]], **fields: Any) -> Conversation:

@@ -54,7 +54,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for item in session.items:
         for marker in item.iter_markers("rule"):
             proven[marker.args[0]].add(item.nodeid.split("[")[0])
+            if _through_the_api(item):
+                proven[f"{marker.args[0]} {API}"].add(item.nodeid.split("[")[0])
     Path(target).write_text(json.dumps({r: sorted(t) for r, t in proven.items()}))
+
+
+API = "via storage API"
+
+
+def _through_the_api(item: pytest.Item) -> bool:
+    """Whether a test drives the storage API over HTTP: the API's own test modules, and
+    the tests run once per engine in the run that uses ApiBuffer."""
+    callspec = getattr(item, "callspec", None)
+    engine = callspec.params.get("make_buffer") if callspec else None
+    return (
+        item.path.name.startswith("test_api")
+        or getattr(engine, "engine", None) == "api"
+        or "through_the_api" in item.name
+    )
 
 
 def collect_markers() -> dict[str, list[str]]:
@@ -76,7 +93,7 @@ def collect_markers() -> dict[str, list[str]]:
 def problems(standing: dict[str, Any], proven: dict[str, list[str]]) -> list[str]:
     found = []
     known = set(rule_ids())
-    for rule in sorted(set(proven) - known):
+    for rule in sorted({r.removesuffix(f" {API}") for r in proven} - known):
         found.append(f"tests are marked rule({rule!r}), which is not a GR-MEM rule")
     for rule in rule_ids():
         entry = standing.get(rule)
@@ -104,15 +121,20 @@ def render(standing: dict[str, Any], proven: dict[str, list[str]]) -> str:
         '`rule("MEM-n")` markers on the tests and the standings in `docs/conformance.toml`;',
         "`tests/test_conformance.py` fails when this page disagrees with either.",
         "",
-        "| Rule | Title | Level | Standing | Tests |",
-        "|---|---|---|---|---|",
+        "| Rule | Title | Level | Standing | Tests | Through the storage API |",
+        "|---|---|---|---|---|---|",
     ]
     for rule in rule_ids():
         status = standing[rule]["standing"]
         title = rule_field(rule, "title")
         level = rule_field(rule, "level")
-        lines.append(f"| [{rule}](#{rule.lower()}) | {title} | {level} | {status} | "
-                     f"{len(proven.get(rule, []))} |")  # fmt: skip
+        tests, via_api = len(proven.get(rule, [])), len(proven.get(f"{rule} {API}", []))
+        lines.append(
+            f"| [{rule}](#{rule.lower()}) | {title} | {level} | {status} | {tests} | {via_api} |"
+        )
+    profile = standing.get("profile", {}).get("storage-api", {}).get("note", "")
+    if profile:
+        lines += ["", "## The storage-api profile", "", profile.strip()]
     for rule in rule_ids():
         entry = standing[rule]
         lines += ["", f"## {rule}", "", f"**{rule_field(rule, 'title')}**: {entry['standing']}."]
@@ -121,6 +143,9 @@ def render(standing: dict[str, Any], proven: dict[str, list[str]]) -> str:
         if proven.get(rule):
             lines += ["", "Proved by:", ""]
             lines += [f"- `{test}`" for test in proven[rule]]
+        if proven.get(f"{rule} {API}"):
+            lines += ["", "Through the storage API, among them:", ""]
+            lines += [f"- `{test}`" for test in proven[f"{rule} {API}"]]
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from tests.buffers import PureBuffer, StoredBuffer
+from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer
 
 SPEC = Path(__file__).resolve().parent.parent / "docs" / "spec"
 
@@ -22,10 +22,12 @@ def spec_examples(rule: str) -> dict[int, Any]:
     params=[
         pytest.param(PureBuffer, id="pure"),
         pytest.param(StoredBuffer, id="db", marks=pytest.mark.django_db),
+        pytest.param(ApiBuffer, id="api", marks=pytest.mark.django_db),
     ]
 )
 def make_buffer(request: pytest.FixtureRequest) -> Any:
-    """A buffer class: the pure planner on a list, or the service on the database."""
+    """A buffer class: the pure planner on a list, the service on the database, or the
+    storage API over HTTP. Spec examples and decided rules run through all three."""
     return request.param
 
 

@@ -16,7 +16,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from buffers import healing
-from tests.buffers import PureBuffer, StoredBuffer
+from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer
 from tests.integrity import assert_consistent
 
 IDS = ["c1", "c2", "c3", "c4", "c5", "c6"]
@@ -168,3 +168,22 @@ def test_the_service_and_the_planner_give_the_same_buffer_and_report(
             assert stored.append(batch) == pure.append(batch)
             assert stored.stored() == pure.stored()
             assert_consistent(stored.conversation)
+
+
+@pytest.mark.rule("MEM-1")
+@pytest.mark.rule("MEM-2")
+@pytest.mark.rule("MEM-3")
+@pytest.mark.rule("MEM-10")
+@pytest.mark.rule("MEM-14")
+@pytest.mark.django_db
+@hypothesis_settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(buffer=buffers, batches=st.lists(batches, min_size=1, max_size=3))
+def test_random_batches_through_the_api_give_the_planners_buffer_and_report(
+    buffer: list[Any], batches: list[list[Any]]
+) -> None:
+    with override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3):
+        pure, api = PureBuffer(buffer), ApiBuffer(buffer)
+
+        for batch in batches:
+            assert api.append(batch) == pure.append(batch)
+            assert api.stored() == pure.stored()

@@ -1,7 +1,8 @@
 """Every narrative example of MEM-1, 2, 3, 10, 11 and 14, replayed exactly.
 
-Each runs twice: through the pure planner on a list, and through the service on the
-database. Both must give the buffer and the report the spec gives.
+Each runs three times: through the pure planner on a list, through the service on the
+database, and through the storage API over HTTP. All must give the buffer and the
+report the spec gives.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Every entry point (views, admin, API, commands) reaches these through
 from __future__ import annotations
 
 from .analysis import FINDING_LABELS, Analysis, Finding, UnansweredCall, analyze
-from .errors import InvalidInput, Problem
+from .errors import InvalidInput, Problem, parse_each
 from .facts import (
     BufferFacts,
     BufferIndex,
@@ -32,9 +32,11 @@ from .messages import (
     Message,
     Role,
     appendable_problems,
+    describe,
     parse_message,
     parse_messages,
     placeholder_for,
+    problem_from,
 )
 from .planner import (
     DROP_REASONS,
@@ -83,14 +85,17 @@ __all__ = [
     "call_id",
     "declared_call_ids",
     "declared_calls",
+    "describe",
     "facts_from_messages",
     "ids_in_batch",
     "index_buffer",
     "is_placeholder",
+    "parse_each",
     "parse_message",
     "parse_messages",
     "placeholder_for",
     "plan_append",
+    "problem_from",
     "result_call_id",
     "usable_id",
 ]

@@ -248,19 +248,26 @@ _SENTENCES = {
 }
 
 
-def _problem(error: ErrorDetails, path: str) -> Problem:
+def problem_from(error: ErrorDetails, path: str = "", skip: int = 0) -> Problem:
+    """A pydantic error as a Problem: where (``path`` followed by the error's location,
+    less its first ``skip`` parts, as ``messages[3].role``) and a sentence."""
     where = path
-    for part in error["loc"]:
-        where += f"[{part}]" if isinstance(part, int) else f".{part}"
+    for part in error["loc"][skip:]:
+        if isinstance(part, int):
+            where += f"[{part}]"
+        else:
+            where += f".{part}" if where else str(part)
     template = _SENTENCES.get(error["type"])
     if error["type"] == "list_type" and error["loc"][-1:] == ("tool_calls",):
         template = "must be a list of calls, not {kind}"
     if template is None:
-        return Problem(where, error["msg"])
+        return Problem(where or "body", error["msg"])
+    if "input" not in error:  # what was sent is not known: say what is wanted only
+        template = template.split(", not {")[0]
     sentence = template.format(
         kind=describe(error.get("input")), input=error.get("input"), allowed=", ".join(ROLES)
     )
-    return Problem(where, sentence)
+    return Problem(where or "body", sentence)
 
 
 def parse_message(raw: object, path: str) -> Message:
@@ -272,7 +279,7 @@ def parse_message(raw: object, path: str) -> Message:
     try:
         flat = FlatMessage.model_validate(raw)
     except ValidationError as error:
-        raise InvalidInput([_problem(e, path) for e in error.errors()]) from None
+        raise InvalidInput([problem_from(e, path) for e in error.errors()]) from None
     try:
         return flat.to_stored()
     except InvalidInput as error:

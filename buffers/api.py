@@ -1,0 +1,464 @@
+"""The storage API: conversations over JSON, under the same rules as every other entry point.
+
+Every endpoint calls the service (writes) or the selectors (reads); no rule is
+implemented here. Errors are JSON: ``{"detail": "...", "problems": [{"path", "message"}]}``.
+Open, for now: access rules come later, and ``make run`` binds to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
+from django.views.decorators.csrf import csrf_exempt
+from ninja import Field, NinjaAPI, Query, Schema, Status
+from ninja.errors import HttpError, ValidationError, ValidationErrorContext
+from ninja.parser import Parser
+from pydantic_core import ErrorDetails
+
+from . import healing, selectors, services
+from .models import Conversation
+
+MAX_PAGE = 500
+"""The most conversations or messages one page answers; a larger ``limit`` is capped."""
+
+_BIGGEST_ID = 2**63 - 1
+
+# The interactive docs (Swagger UI, served from ninja's own static files) set inline
+# styles; only that page may, and it shows no transcript content.
+_DOCS_CSP: dict[str, list[str]] = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+}
+
+
+class _BodyNotObject(ValueError):
+    pass
+
+
+class _JsonObjectParser(Parser):
+    """JSON bodies (whatever their Content-Type, so a bare ``curl -d`` works) that are objects."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        data = json.loads(request.body)
+        if not isinstance(data, dict):
+            raise _BodyNotObject(f"must be a JSON object, not {healing.describe(data)}")
+        return data
+
+
+class _StorageAPI(NinjaAPI):
+    def validation_error_from_error_contexts(
+        self, error_contexts: list[ValidationErrorContext[Any]]
+    ) -> ValidationError:
+        """Ninja's errors, with the input each one was about kept, so that messages can say
+        what was sent ("must be one of user, ..., not 'bot'")."""
+        error = super().validation_error_from_error_contexts(error_contexts)
+        inputs = [
+            details["input"]
+            for context in error_contexts
+            for details in context.pydantic_validation_error.errors(include_url=False)
+        ]
+        for details, value in zip(error.errors, inputs, strict=True):
+            details["input"] = value
+        return error
+
+
+api = _StorageAPI(
+    title="FlowDrop Web storage API",
+    version="1",
+    description=(
+        "Store agent transcripts verbatim and append turns under the GR-MEM buffer rules "
+        "of the FlowDrop Workflow Specification (storage-api profile): deduplication "
+        "(MEM-1, MEM-2), healing of unanswered tool calls at a user turn (MEM-3), "
+        "placeholder replacement (MEM-10), both id spellings (MEM-11), serialized appends "
+        "(MEM-12) and append reports (MEM-14)."
+    ),
+    urls_namespace="api",
+    parser=_JsonObjectParser(),
+    docs_decorator=csp_override(_DOCS_CSP),
+)
+
+
+# Schemas.
+
+
+class Problem(Schema):
+    path: str = Field(examples=["messages[3].metadata.tool_call_id"])
+    message: str
+
+
+class Error(Schema):
+    detail: str
+    problems: list[Problem] = Field(default_factory=list)
+
+
+class NewConversation(Schema):
+    title: str = Field("", max_length=300)
+    source: str = Field("", max_length=300)
+    messages: list[healing.FlatMessage] = Field(
+        [], description="Messages in the stored or the flat shape, kept verbatim."
+    )
+
+
+class Created(Schema):
+    id: int
+    count: int
+
+
+class ConversationOut(Schema):
+    id: int
+    title: str
+    source: str
+    created: datetime
+    updated: datetime
+    count: int = Field(description="Messages in the buffer.")
+    unanswered: int = Field(description="Declared tool calls with no result anywhere.")
+    healed: int = Field(description="Healed placeholders the buffer holds.")
+
+
+class ConversationPage(Schema):
+    total: int
+    offset: int
+    limit: int
+    conversations: list[ConversationOut]
+
+
+class Batch(Schema):
+    messages: list[healing.FlatMessage] = Field(
+        description=f"At most {services.MAX_BATCH} messages, in the stored or the flat shape."
+    )
+
+
+class IndexedCall(Schema):
+    index: int = Field(description="Position in the resulting buffer.")
+    tool_call_id: str
+
+
+class DroppedMessage(Schema):
+    batch_index: int
+    reason: Literal["duplicate_result", "duplicate_turn", "healed_duplicate"]
+    tool_call_id: str | None
+    explanation: str
+
+
+class OutcomeOut(Schema):
+    batch_index: int
+    action: Literal["appended", "replaced", "dropped"]
+    index: int | None
+    reason: str | None
+
+
+class AppendOut(Schema):
+    count: int = Field(description="Messages in the buffer after the append (MEM-14).")
+    appended: int = Field(description="Incoming messages that became new entries (MEM-14).")
+    appended_any: bool
+    healed: list[IndexedCall] = Field(description="Placeholders inserted (MEM-3).")
+    replaced: list[IndexedCall] = Field(description="Placeholders replaced in place (MEM-10).")
+    dropped: list[DroppedMessage] = Field(description="Duplicates (MEM-1, MEM-2, MEM-10).")
+    outcomes: list[OutcomeOut] = Field(description="What became of each incoming message.")
+
+
+class MessagePage(Schema):
+    count: int = Field(description="Messages in the whole buffer.")
+    offset: int
+    limit: int
+    messages: list[healing.Message]
+
+
+class UnansweredOut(Schema):
+    tool_call_id: str
+    declared_at: int
+
+
+class FindingOut(Schema):
+    index: int
+    kind: str
+    label: str
+    detail: str
+    tool_call_id: str | None
+    related_index: int | None
+
+
+class AnalysisOut(Schema):
+    count: int
+    unanswered: list[UnansweredOut]
+    findings: list[FindingOut]
+
+
+class Paging(Schema):
+    offset: int = Field(0, ge=0, le=_BIGGEST_ID)
+    limit: int = Field(100, ge=1, le=_BIGGEST_ID, description=f"Capped at {MAX_PAGE}.")
+
+
+class ConversationFilter(Paging):
+    unanswered: bool | None = Field(
+        None, description="true: only conversations with unanswered calls; false: only without."
+    )
+
+
+# Errors: every one JSON, every one with its place.
+
+
+def _error(
+    request: HttpRequest, status: int, detail: str, problems: Sequence[healing.Problem] = ()
+) -> HttpResponse:
+    body = {
+        "detail": detail,
+        "problems": [{"path": p.path, "message": p.message} for p in problems],
+    }
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    problems = [
+        healing.problem_from(cast(ErrorDetails, e), skip=_request_part(e["loc"]))
+        for e in error.errors
+    ]
+    return _error(request, 422, "The request is not valid.", problems)
+
+
+def _request_part(loc: Sequence[Any]) -> int:
+    """How much of a ninja error location names the request part, not the field:
+    ``("body", "payload", "messages", 3)``, ``("query", "limit")``."""
+    return 2 if loc[:1] == ("body",) else 1
+
+
+@api.exception_handler(healing.InvalidInput)
+def _invalid_input(request: HttpRequest, error: healing.InvalidInput) -> HttpResponse:
+    return _error(request, 422, "The request is not valid; nothing was written.", error.problems)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
+    cause = error.__cause__
+    if isinstance(cause, _BodyNotObject):
+        return _error(
+            request, 422, "The request is not valid.", [healing.Problem("body", str(cause))]
+        )
+    if isinstance(cause, json.JSONDecodeError):
+        where = f"body, line {cause.lineno}, column {cause.colno}"
+        return _error(request, 400, "The body is not JSON.", [healing.Problem(where, cause.msg)])
+    if isinstance(cause, RecursionError | ValueError | UnicodeDecodeError):
+        problem = healing.Problem("body", f"cannot be read: {cause}")
+        return _error(request, 400, "The body cannot be read.", [problem])
+    return _error(request, error.status_code, str(error))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
+    from django.conf import settings
+
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    problem = healing.Problem("body", f"is larger than the limit of {limit:,} bytes")
+    return _error(request, 400, "The body is too large; nothing was written.", [problem])
+
+
+@api.exception_handler(services.ConversationNotFound)
+def _not_found(request: HttpRequest, error: services.ConversationNotFound) -> HttpResponse:
+    return _error(request, 404, "No such conversation.")
+
+
+@api.exception_handler(services.BufferBusy)
+def _busy(request: HttpRequest, error: services.BufferBusy) -> HttpResponse:
+    response = _error(request, 503, f"{error} Try again shortly.")
+    response["Retry-After"] = "5"
+    return response
+
+
+def _conversation(conversation_id: int) -> Conversation:
+    if conversation_id > _BIGGEST_ID:
+        raise services.ConversationNotFound(conversation_id)
+    try:
+        return Conversation.objects.get(pk=conversation_id)
+    except Conversation.DoesNotExist:
+        raise services.ConversationNotFound(conversation_id) from None
+
+
+def _stored(messages: Sequence[healing.FlatMessage]) -> list[healing.Message]:
+    return healing.parse_each(messages, _to_stored, "messages")
+
+
+def _to_stored(message: object, path: str) -> healing.Message:
+    try:
+        return cast(healing.FlatMessage, message).to_stored()
+    except healing.InvalidInput as error:
+        raise error.within(f"{path}.") from None
+
+
+def _conversation_out(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": conversation.pk,
+        "title": conversation.title,
+        "source": conversation.source,
+        "created": conversation.created_at,
+        "updated": conversation.updated_at,
+        "count": conversation.message_count,
+        "unanswered": conversation.unanswered_count,
+        "healed": conversation.healed_count,
+    }
+
+
+# Endpoints.
+
+_ERRORS = {400: Error, 404: Error, 422: Error, 503: Error}
+
+
+@api.post("/conversations", response={201: Created, **_ERRORS}, tags=["conversations"])
+def create_conversation(
+    request: HttpRequest, response: HttpResponse, payload: NewConversation
+) -> Status[dict[str, int]]:
+    """Store a transcript verbatim: no healing, no dedup. A crashed transcript is kept as it is."""
+    [conversation] = services.import_conversations(
+        [
+            services.ConversationIn(
+                messages=_stored(payload.messages),
+                title=payload.title,
+                source=payload.source or "api",
+            )
+        ]
+    )
+    response["Location"] = reverse("api:conversation", kwargs={"conversation_id": conversation.pk})
+    return Status(201, {"id": conversation.pk, "count": conversation.message_count})
+
+
+@api.get("/conversations", response={200: ConversationPage, 422: Error}, tags=["conversations"])
+def list_conversations(request: HttpRequest, filters: Query[ConversationFilter]) -> dict[str, Any]:
+    """Conversations, newest first."""
+    conversations = selectors.conversations_recent()
+    if filters.unanswered is True:
+        conversations = conversations.with_unanswered_calls()
+    elif filters.unanswered is False:
+        conversations = conversations.filter(unanswered_count=0)
+    limit = min(filters.limit, MAX_PAGE)
+    page = conversations[filters.offset : filters.offset + limit]
+    return {
+        "total": conversations.count(),
+        "offset": filters.offset,
+        "limit": limit,
+        "conversations": [_conversation_out(c) for c in page],
+    }
+
+
+@api.get(
+    "/conversations/{int:conversation_id}",
+    response={200: ConversationOut, 404: Error},
+    tags=["conversations"],
+    url_name="conversation",
+)
+def get_conversation(request: HttpRequest, conversation_id: int) -> dict[str, Any]:
+    return _conversation_out(_conversation(conversation_id))
+
+
+@api.post(
+    "/conversations/{int:conversation_id}/messages",
+    response={200: AppendOut, **_ERRORS},
+    tags=["messages"],
+)
+def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) -> dict[str, Any]:
+    """Append under the rules (MEM-1, 2, 3, 10, 11, 12, 14). A batch is processed one message
+    at a time; a refused batch writes nothing. Indexes are positions in the resulting buffer."""
+    messages = _stored(batch.messages)
+    _conversation(conversation_id)
+    report = services.append_messages(conversation_id=conversation_id, messages=messages, via="api")
+    return {
+        "count": report.count,
+        "appended": report.appended,
+        "appended_any": report.appended_any,
+        "healed": report.healed,
+        "replaced": report.replaced,
+        "dropped": [
+            {
+                "batch_index": d.batch_index,
+                "reason": d.reason,
+                "tool_call_id": d.tool_call_id,
+                "explanation": d.explanation,
+            }
+            for d in report.dropped
+        ],
+        "outcomes": report.outcomes,
+    }
+
+
+@api.get(
+    "/conversations/{int:conversation_id}/messages",
+    response={200: MessagePage, 404: Error, 422: Error},
+    tags=["messages"],
+)
+def list_messages(
+    request: HttpRequest, conversation_id: int, paging: Query[Paging]
+) -> dict[str, Any]:
+    """The buffer in order, in the stored shape, a page at a time: a page deep in a long
+    buffer costs what the first one does."""
+    conversation = _conversation(conversation_id)
+    limit = min(paging.limit, MAX_PAGE)
+    rows = selectors.messages_page(conversation, offset=paging.offset, limit=limit)
+    return {
+        "count": conversation.message_count,
+        "offset": paging.offset,
+        "limit": limit,
+        "messages": [row.as_core() for row in rows],
+    }
+
+
+@api.get(
+    "/conversations/{int:conversation_id}/analysis",
+    response={200: AnalysisOut, 404: Error},
+    tags=["messages"],
+)
+def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str, Any]:
+    """What is wrong or notable in the buffer: unanswered calls with the turn that declared
+    each, healed placeholders, orphan, duplicate and misplaced results, re-declared and
+    unusable ids, each with its message index."""
+    conversation = _conversation(conversation_id)
+    analysis = healing.analyze(selectors.buffer_messages(conversation))
+    return {
+        "count": analysis.length,
+        "unanswered": analysis.unanswered,
+        "findings": [
+            {
+                "index": f.index,
+                "kind": f.kind,
+                "label": f.label,
+                "detail": f.detail,
+                "tool_call_id": f.tool_call_id,
+                "related_index": f.related_index,
+            }
+            for f in analysis.findings
+        ],
+    }
+
+
+@csrf_exempt  # an API path: no CSRF token is asked for, here as on the real endpoints
+def not_found(request: HttpRequest) -> HttpResponse:
+    """Any other path under /api/: a JSON 404, like every other API error."""
+    return _error(request, 404, "No such endpoint.")
+
+
+def json_method_not_allowed(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
+    """Middleware: ninja answers a wrong method with a plain-text 405; under /api/ it is JSON
+    like every other error (the Allow header stays)."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        if response.status_code == 405 and request.path.startswith("/api/"):
+            allowed = response.get("Allow", "")
+            response = _error(request, 405, f"Method not allowed here; allowed: {allowed}.")
+            response["Allow"] = allowed
+        return response
+
+    return middleware

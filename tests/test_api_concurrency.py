@@ -1,0 +1,61 @@
+"""MEM-12 over HTTP: clients posting to one conversation at once, through a real server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections import Counter
+from typing import Any
+
+import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from buffers import selectors
+from tests.buffers import assistant, store, user
+from tests.integrity import assert_consistent
+
+pytestmark = [pytest.mark.rule("MEM-12"), pytest.mark.django_db(transaction=True)]
+
+
+def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        answer: dict[str, Any] = json.load(response)
+        return answer
+
+
+def test_clients_appending_at_once_over_http_lose_nothing_and_heal_each_call_once(
+    live_server: LiveServer,
+) -> None:
+    conversation = store([user("start")])
+    url = f"{live_server.url}/api/conversations/{conversation.pk}/messages"
+    clients, rounds = 4, 5
+    appended: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(clients)
+
+    def client(number: int) -> None:
+        start.wait()
+        try:
+            for round_ in range(rounds):
+                for message in (assistant(f"k{number}r{round_}"), user(f"{number}/{round_}")):
+                    appended.append(post(url, {"messages": [message]})["appended"])
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert sum(appended) == clients * rounds * 2
+    messages = [m.as_stored() for m in selectors.buffer_messages(conversation)]
+    answers = Counter(m["metadata"]["tool_call_id"] for m in messages if m["role"] == "tool")
+    assert len(answers) == clients * rounds
+    assert set(answers.values()) == {1}
+    assert_consistent(conversation)
