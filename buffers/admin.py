@@ -32,7 +32,7 @@ class HasUnansweredCalls(admin.SimpleListFilter):
         if self.value() == "yes":
             return queryset.with_unanswered_calls()
         if self.value() == "no":
-            return queryset.filter(unanswered_count=0)
+            return queryset.without_unanswered_calls()
         return queryset
 
 

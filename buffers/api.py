@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
+from django.views.defaults import bad_request, server_error
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError, ValidationErrorContext
 from ninja.parser import Parser
+from pydantic import ConfigDict, WithJsonSchema
 from pydantic_core import ErrorDetails
 
 from . import healing, selectors, services
@@ -87,7 +91,7 @@ api = _StorageAPI(
     ),
     urls_namespace="api",
     parser=_JsonObjectParser(),
-    docs_decorator=csp_override(_DOCS_CSP),
+    docs_decorator=lambda view: csrf_exempt(require_safe(csp_override(_DOCS_CSP)(view))),
 )
 
 
@@ -105,8 +109,10 @@ class Error(Schema):
 
 
 class NewConversation(Schema):
-    title: str = Field("", max_length=300)
-    source: str = Field("", max_length=300)
+    model_config = ConfigDict(extra="forbid")
+
+    title: healing.StorableText = Field("", max_length=300)
+    source: healing.StorableText = Field("", max_length=300, description='"api" when not given.')
     messages: list[healing.FlatMessage] = Field(
         [], description="Messages in the stored or the flat shape, kept verbatim."
     )
@@ -136,6 +142,8 @@ class ConversationPage(Schema):
 
 
 class Batch(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     messages: list[healing.FlatMessage] = Field(
         description=f"At most {services.MAX_BATCH} messages, in the stored or the flat shape."
     )
@@ -170,11 +178,19 @@ class AppendOut(Schema):
     outcomes: list[OutcomeOut] = Field(description="What became of each incoming message.")
 
 
+class StoredMessage(Schema):
+    role: healing.Role
+    content: Any = Field(description="A string, a list of content parts, an object or null.")
+    metadata: dict[str, Any] = Field(
+        description="Every other key: tool_calls, tool_call_id and the rest."
+    )
+
+
 class MessagePage(Schema):
     count: int = Field(description="Messages in the whole buffer.")
     offset: int
     limit: int
-    messages: list[healing.Message]
+    messages: list[StoredMessage]
 
 
 class UnansweredOut(Schema):
@@ -203,7 +219,7 @@ class Paging(Schema):
 
 
 class ConversationFilter(Paging):
-    unanswered: bool | None = Field(
+    unanswered: Annotated[bool | None, WithJsonSchema({"type": "boolean"})] = Field(
         None, description="true: only conversations with unanswered calls; false: only without."
     )
 
@@ -227,7 +243,22 @@ def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
         healing.problem_from(cast(ErrorDetails, e), skip=_request_part(e["loc"]))
         for e in error.errors
     ]
-    return _error(request, 422, "The request is not valid.", problems)
+    if any(p.path.startswith("messages[") for p in problems):
+        # The schema stops at a message's shape; read the batch as the endpoint would, so
+        # that every problem of every message is listed at once, rule problems included.
+        others = [p for p in problems if not p.path.startswith("messages[")]
+        problems = others + _batch_problems(request)
+    return _error(request, 422, "The request is not valid; nothing was written.", problems)
+
+
+def _batch_problems(request: HttpRequest) -> list[healing.Problem]:
+    messages = json.loads(request.body)["messages"]
+    appending = request.resolver_match is not None and request.resolver_match.url_name == "append"
+    try:
+        healing.parse_messages(messages, appendable=appending)
+    except healing.InvalidInput as invalid:
+        return invalid.problems
+    return []
 
 
 def _request_part(loc: Sequence[Any]) -> int:
@@ -259,8 +290,6 @@ def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
-    from django.conf import settings
-
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     problem = healing.Problem("body", f"is larger than the limit of {limit:,} bytes")
     return _error(request, 400, "The body is too large; nothing was written.", [problem])
@@ -278,24 +307,18 @@ def _busy(request: HttpRequest, error: services.BufferBusy) -> HttpResponse:
     return response
 
 
-def _conversation(conversation_id: int) -> Conversation:
+def _storable_id(conversation_id: int) -> int:
+    """The id, or not found when no database row could have it (the path takes any digits)."""
     if conversation_id > _BIGGEST_ID:
         raise services.ConversationNotFound(conversation_id)
+    return conversation_id
+
+
+def _conversation(conversation_id: int) -> Conversation:
     try:
-        return Conversation.objects.get(pk=conversation_id)
+        return Conversation.objects.get(pk=_storable_id(conversation_id))
     except Conversation.DoesNotExist:
         raise services.ConversationNotFound(conversation_id) from None
-
-
-def _stored(messages: Sequence[healing.FlatMessage]) -> list[healing.Message]:
-    return healing.parse_each(messages, _to_stored, "messages")
-
-
-def _to_stored(message: object, path: str) -> healing.Message:
-    try:
-        return cast(healing.FlatMessage, message).to_stored()
-    except healing.InvalidInput as error:
-        raise error.within(f"{path}.") from None
 
 
 def _conversation_out(conversation: Conversation) -> dict[str, Any]:
@@ -313,10 +336,35 @@ def _conversation_out(conversation: Conversation) -> dict[str, Any]:
 
 # Endpoints.
 
-_ERRORS = {400: Error, 404: Error, 422: Error, 503: Error}
+
+def _get_and_head(path: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A GET endpoint that answers HEAD too (as HTTP asks), documented once."""
+
+    def register(view: Callable[..., Any]) -> Callable[..., Any]:
+        api.get(path, **options)(view)
+        head = {key: value for key, value in options.items() if key != "url_name"}
+        api.api_operation(["HEAD"], path, include_in_schema=False, **head)(view)
+        return view
+
+    return register
 
 
-@api.post("/conversations", response={201: Created, **_ERRORS}, tags=["conversations"])
+_ERRORS = {400: Error, 404: Error, 405: Error, 422: Error, 503: Error}
+_READ_ERRORS = {404: Error, 405: Error, 422: Error}
+_HEADERS: dict[int, Any] = {  # ninja keys responses by int: so must we, or they double
+    201: {"headers": {"Location": {"description": "The new conversation's URL.",
+                                     "schema": {"type": "string"}}}},
+    503: {"headers": {"Retry-After": {"description": "Seconds to wait before trying again.",
+                                        "schema": {"type": "integer"}}}},
+}  # fmt: skip
+
+
+@api.post(
+    "/conversations",
+    response={201: Created, 400: Error, 405: Error, 422: Error, 503: Error},
+    tags=["conversations"],
+    openapi_extra={"responses": _HEADERS},
+)
 def create_conversation(
     request: HttpRequest, response: HttpResponse, payload: NewConversation
 ) -> Status[dict[str, int]]:
@@ -324,9 +372,10 @@ def create_conversation(
     [conversation] = services.import_conversations(
         [
             services.ConversationIn(
-                messages=_stored(payload.messages),
+                messages=healing.parse_messages(payload.messages),
                 title=payload.title,
                 source=payload.source or "api",
+                origin="",
             )
         ]
     )
@@ -334,14 +383,19 @@ def create_conversation(
     return Status(201, {"id": conversation.pk, "count": conversation.message_count})
 
 
-@api.get("/conversations", response={200: ConversationPage, 422: Error}, tags=["conversations"])
+@_get_and_head(
+    "/conversations",
+    response={200: ConversationPage, **_READ_ERRORS},
+    tags=["conversations"],
+)
 def list_conversations(request: HttpRequest, filters: Query[ConversationFilter]) -> dict[str, Any]:
-    """Conversations, newest first."""
-    conversations = selectors.conversations_recent()
+    """Conversations, newest (most recently created) first, so that paging stays put while
+    others append."""
+    conversations = selectors.conversations_newest()
     if filters.unanswered is True:
         conversations = conversations.with_unanswered_calls()
     elif filters.unanswered is False:
-        conversations = conversations.filter(unanswered_count=0)
+        conversations = conversations.without_unanswered_calls()
     limit = min(filters.limit, MAX_PAGE)
     page = conversations[filters.offset : filters.offset + limit]
     return {
@@ -352,9 +406,9 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
     }
 
 
-@api.get(
+@_get_and_head(
     "/conversations/{int:conversation_id}",
-    response={200: ConversationOut, 404: Error},
+    response={200: ConversationOut, **_READ_ERRORS},
     tags=["conversations"],
     url_name="conversation",
 )
@@ -366,13 +420,16 @@ def get_conversation(request: HttpRequest, conversation_id: int) -> dict[str, An
     "/conversations/{int:conversation_id}/messages",
     response={200: AppendOut, **_ERRORS},
     tags=["messages"],
+    url_name="append",
+    openapi_extra={"responses": {503: _HEADERS[503]}},
 )
 def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) -> dict[str, Any]:
     """Append under the rules (MEM-1, 2, 3, 10, 11, 12, 14). A batch is processed one message
     at a time; a refused batch writes nothing. Indexes are positions in the resulting buffer."""
-    messages = _stored(batch.messages)
-    _conversation(conversation_id)
-    report = services.append_messages(conversation_id=conversation_id, messages=messages, via="api")
+    messages = healing.parse_messages(batch.messages, appendable=True)
+    report = services.append_messages(
+        conversation_id=_storable_id(conversation_id), messages=messages, via="api"
+    )
     return {
         "count": report.count,
         "appended": report.appended,
@@ -392,9 +449,9 @@ def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) ->
     }
 
 
-@api.get(
+@_get_and_head(
     "/conversations/{int:conversation_id}/messages",
-    response={200: MessagePage, 404: Error, 422: Error},
+    response={200: MessagePage, **_READ_ERRORS},
     tags=["messages"],
 )
 def list_messages(
@@ -409,13 +466,13 @@ def list_messages(
         "count": conversation.message_count,
         "offset": paging.offset,
         "limit": limit,
-        "messages": [row.as_core() for row in rows],
+        "messages": [row.as_core().as_stored() for row in rows],
     }
 
 
-@api.get(
+@_get_and_head(
     "/conversations/{int:conversation_id}/analysis",
-    response={200: AnalysisOut, 404: Error},
+    response={200: AnalysisOut, **_READ_ERRORS},
     tags=["messages"],
 )
 def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str, Any]:
@@ -445,6 +502,20 @@ def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str
 def not_found(request: HttpRequest) -> HttpResponse:
     """Any other path under /api/: a JSON 404, like every other API error."""
     return _error(request, 404, "No such endpoint.")
+
+
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's own 400s (too many fields, a bad Host): JSON under /api/."""
+    if request.path.startswith("/api/"):
+        return _error(request, 400, f"Bad request: {exception}")
+    return bad_request(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    """An unexpected error: JSON under /api/. It is a bug: the traceback is logged."""
+    if request.path.startswith("/api/"):
+        return _error(request, 500, "Internal error; nothing was written.")
+    return server_error(request)
 
 
 def json_method_not_allowed(

@@ -45,6 +45,9 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
     def with_unanswered_calls(self) -> ConversationQuerySet:
         return self.filter(unanswered_count__gt=0)
 
+    def without_unanswered_calls(self) -> ConversationQuerySet:
+        return self.filter(unanswered_count=0)
+
     def healed(self) -> ConversationQuerySet:
         return self.filter(healed_count__gt=0)
 
@@ -98,6 +101,7 @@ class Conversation(models.Model):
         ]
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["-updated_at", "-id"], name="conversation_recent"),
+            models.Index(fields=["-created_at", "-id"], name="conversation_newest"),
             models.Index(fields=["unanswered_count"], name="conversation_unanswered"),
             models.Index(fields=["healed_count"], name="conversation_healed"),
         ]

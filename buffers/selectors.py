@@ -10,7 +10,13 @@ from . import healing
 from .models import BUFFER_INDEX, Block, Conversation, ConversationQuerySet, Message
 
 
+def conversations_newest() -> ConversationQuerySet:
+    """Most recently created first: a stable order to page through while others append."""
+    return Conversation.objects.order_by("-created_at", "-id")
+
+
 def conversations_recent() -> ConversationQuerySet:
+    """Most recently updated first: what an inspector wants to see on top."""
     return Conversation.objects.order_by("-updated_at", "-id")
 
 

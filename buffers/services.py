@@ -114,15 +114,31 @@ def with_buffer_lock[T](conversation_id: int, via: str, work: Callable[[Conversa
     Either way a turn is never dropped. After ``_ATTEMPTS`` rounds the append gives up
     with ``BufferBusy`` and nothing written (docs/decisions.md, MEM-12).
     """
-    wait_ms = max(1, round(settings.FLOWDROP_BUFFER_LOCK_WAIT * 1000))
+
+    def locked_work() -> T:
+        return work(_lock(conversation_id, via, _wait_ms()))
+
+    return _in_bounded_transaction(
+        locked_work, f"append to conversation {conversation_id} via {via}"
+    )
+
+
+def _wait_ms() -> int:
+    return max(1, round(settings.FLOWDROP_BUFFER_LOCK_WAIT * 1000))
+
+
+def _in_bounded_transaction[T](work: Callable[[], T], what: str) -> T:
+    """Run ``work`` in one transaction, trying again (with a warning) while the database
+    is busy or another write got in first, at most ``_ATTEMPTS`` times in all; then
+    ``BufferBusy`` with nothing written. On SQLite each try waits FLOWDROP_BUFFER_LOCK_WAIT
+    for the write lock that BEGIN IMMEDIATE takes."""
     for attempt in range(1, _ATTEMPTS + 1):
         if connection.vendor == "sqlite" and not connection.in_atomic_block:
             with connection.cursor() as cursor:
-                cursor.execute(f"PRAGMA busy_timeout = {wait_ms}")
+                cursor.execute(f"PRAGMA busy_timeout = {_wait_ms()}")
         try:
             with transaction.atomic():
-                conversation = _lock(conversation_id, via, wait_ms)
-                return work(conversation)
+                return work()
         except _StaleBuffer:
             why: str | None = "the buffer changed under this unserialized append; planning again"
         except OperationalError as error:
@@ -130,14 +146,13 @@ def with_buffer_lock[T](conversation_id: int, via: str, work: Callable[[Conversa
             if why is None:
                 raise
         log.warning(
-            "MEM-12: append to conversation %s via %s: %s (attempt %s of %s)",
-            conversation_id,
-            via,
+            "MEM-12: %s: %s (attempt %s of %s)",
+            what,
             why if attempt < _ATTEMPTS else f"{why}; giving up, nothing written",
             attempt,
             _ATTEMPTS,
         )
-    raise BufferBusy(f"conversation {conversation_id} stayed busy; nothing was written")
+    raise BufferBusy(f"{what} could not take its turn; nothing was written.")
 
 
 def _retryable(error: OperationalError) -> str | None:
@@ -445,16 +460,25 @@ def import_conversations(
     is kept as it is). All of them in one transaction: all are stored, or none.
 
     Returns the conversations created; with ``on_existing="skip"`` one whose storage
-    identity (scope, scope id, key) is already taken is left alone.
+    identity (scope, scope id, key) is already taken is left alone. Raises InvalidInput
+    (nothing written) for what cannot be stored, and BufferBusy as appends do.
     """
-    created: list[Conversation] = []
-    identities_here: set[tuple[str, str, str]] = set()
-    with transaction.atomic():
+    problems = [
+        problem
+        for index, incoming in enumerate(conversations)
+        for problem in _text_problems(incoming, index)
+    ]
+    if problems:
+        raise healing.InvalidInput(problems)
+
+    def store_all() -> list[Conversation]:
+        created: list[Conversation] = []
+        identities_here: set[tuple[str, str, str]] = set()
         for index, incoming in enumerate(conversations):
             identity = {"scope": str(incoming.scope), "scope_id": incoming.scope_id}
             if incoming.key is not None:
                 identity["key"] = incoming.key
-                where = f"{incoming.origin or f'conversations[{index}]'}.key"
+                where = _place(incoming, index, "key")
                 triple = (identity["scope"], incoming.scope_id, incoming.key)
                 if triple in identities_here:
                     raise healing.InvalidInput(
@@ -478,7 +502,33 @@ def import_conversations(
             )
             _write_verbatim(conversation, incoming.messages, progress)
             created.append(conversation)
-    return created
+        return created
+
+    return _in_bounded_transaction(store_all, "import")
+
+
+_TEXT_LIMITS = {"title": 300, "source": 300, "key": 200, "scope_id": 100}
+
+
+def _text_problems(incoming: ConversationIn, index: int) -> list[healing.Problem]:
+    """What the database could not store of a conversation's own fields: each entry point
+    checks too, so that its errors name its own places, but none may be skipped."""
+    problems = []
+    for field, limit in _TEXT_LIMITS.items():
+        value = getattr(incoming, field) or ""
+        where = _place(incoming, index, field)
+        if problem := healing.json_problem(value):
+            problems.append(healing.Problem(where, problem))
+        elif len(value) > limit:
+            problems.append(healing.Problem(where, f"is longer than {limit} characters"))
+    return problems
+
+
+def _place(incoming: ConversationIn, index: int, field: str) -> str:
+    """Where a field of an incoming conversation is, for errors: under its origin (``""``
+    for a request body that holds one conversation), else under its place in the batch."""
+    origin = incoming.origin if incoming.origin is not None else f"conversations[{index}]"
+    return f"{origin}.{field}" if origin else field
 
 
 def _write_verbatim(

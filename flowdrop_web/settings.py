@@ -146,5 +146,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"buffers": {"handlers": ["console"], "level": "INFO"}},
+    "loggers": {
+        "buffers": {"handlers": ["console"], "level": "INFO"},
+        # With DEBUG off, Django would only mail a server error's traceback: print it.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+    },
 }

@@ -7,7 +7,11 @@ from buffers.api import api, not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", not_found),
     path("api/", api.urls),
     re_path(r"^api/", not_found),
     path("", include("buffers.urls")),
 ]
+
+handler400 = "buffers.api.handler400"
+handler500 = "buffers.api.handler500"

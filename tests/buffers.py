@@ -26,10 +26,7 @@ class PureBuffer:
         self.messages = parse(messages)
 
     def append(self, batch: list[dict[str, Any]]) -> healing.AppendReport:
-        incoming = parse(batch)
-        problems = healing.appendable_problems(incoming)
-        if problems:
-            raise healing.InvalidInput(problems)
+        incoming = healing.parse_messages(batch, appendable=True)
         plan = healing.plan_append(healing.facts_from_messages(self.messages), incoming)
         self.messages = healing.apply_plan(self.messages, plan)
         return plan.report
@@ -46,7 +43,9 @@ class StoredBuffer:
 
     def append(self, batch: list[dict[str, Any]]) -> healing.AppendReport:
         return services.append_messages(
-            conversation_id=self.conversation.pk, messages=parse(batch), via="tests"
+            conversation_id=self.conversation.pk,
+            messages=healing.parse_messages(batch, appendable=True),
+            via="tests",
         )
 
     def stored(self) -> list[dict[str, Any]]:

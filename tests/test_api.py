@@ -259,7 +259,7 @@ BAD_BATCHES = [
     pytest.param(
         {"messages": [user(), {"role": "assistant", "tool_calls": [{"name": "search"}]}]},
         422,
-        ["messages[1].metadata.tool_calls[0]"],
+        ["messages[1].tool_calls[0]"],
         id="a declared call without an id",
     ),
     pytest.param(
@@ -371,3 +371,94 @@ def test_the_openapi_document_describes_the_contract_and_the_docs_render(client:
     }
     assert docs.status_code == 200
     assert b"swagger-ui-bundle.js" in docs.content
+
+
+# From the review: what once answered a 500, HTML, or only part of the problems.
+
+
+def test_a_character_the_database_cannot_store_in_a_title_is_refused(client: Client) -> None:
+    answer = post(client, "/api/conversations", {"title": "a\u0000b", "source": "x\ud800"})
+
+    assert answer.status_code == 422
+    assert answer.json()["problems"] == [
+        {"path": "title", "message": "holds the character U+0000, which cannot be stored"},
+        {
+            "path": "source",
+            "message": "holds a lone surrogate (U+D800 to U+DFFF), which cannot be stored",
+        },
+    ]
+    assert Conversation.objects.count() == 0
+
+
+def test_every_problem_of_every_message_is_listed_at_once(client: Client) -> None:
+    conversation = store([])
+
+    answer = post(
+        client,
+        f"/api/conversations/{conversation.pk}/messages",
+        {"messages": [{"role": "bot"}, {"role": "tool", "content": "x"}, {"role": "user"}]},
+    )
+
+    assert answer.status_code == 422
+    assert [p["path"] for p in answer.json()["problems"]] == [
+        "messages[0].role",
+        "messages[1].metadata.tool_call_id",
+    ]
+
+
+def test_an_unknown_field_in_a_body_is_refused_not_ignored(client: Client) -> None:
+    answer = post(client, "/api/conversations", {"title": "t", "mesages": []})
+
+    assert answer.status_code == 422
+    assert [p["path"] for p in answer.json()["problems"]] == ["mesages"]
+
+
+def test_conversations_are_newest_created_first_so_paging_stays_put(client: Client) -> None:
+    first = store([assistant("c1")], title="first")
+    second = store([], title="second")
+    post(client, f"/api/conversations/{first.pk}/messages", {"messages": [user()]})
+
+    listing = client.get("/api/conversations").json()
+
+    assert [c["id"] for c in listing["conversations"]] == [second.pk, first.pk]
+
+
+@pytest.mark.parametrize("path", ["", "/{id}", "/{id}/messages", "/{id}/analysis"])
+def test_every_read_answers_head_like_get_without_a_body(client: Client, path: str) -> None:
+    conversation = store([user()])
+    url = f"/api/conversations{path.format(id=conversation.pk)}"
+
+    head, get = client.head(url), client.get(url)
+
+    assert (head.status_code, get.status_code) == (200, 200)
+    assert head.content == b""
+
+
+def test_the_document_and_the_docs_refuse_writes_in_json_even_with_csrf_enforced() -> None:
+    client = Client(enforce_csrf_checks=True)
+
+    for url in ("/api/openapi.json", "/api/docs"):
+        answer = client.post(url)
+        assert answer.status_code == 405
+        assert answer.json()["detail"].startswith("Method not allowed")
+    root = client.get("/api/")
+    assert (root.status_code, root["Content-Type"]) == (404, "application/json; charset=utf-8")
+
+
+def test_too_many_query_fields_is_a_json_400(client: Client) -> None:
+    query = "&".join(f"f{n}=1" for n in range(1_100))
+
+    answer = client.get(f"/api/conversations?{query}")
+
+    assert answer.status_code == 400
+    assert answer.json()["detail"].startswith("Bad request")
+
+
+def test_the_document_declares_the_location_and_retry_after_headers(client: Client) -> None:
+    document = client.get("/api/openapi.json").json()
+    create = document["paths"]["/api/conversations"]["post"]["responses"]
+    append = document["paths"]["/api/conversations/{conversation_id}/messages"]["post"]
+
+    assert "Location" in create["201"]["headers"]
+    assert "Retry-After" in append["responses"]["503"]["headers"]
+    assert "404" not in create

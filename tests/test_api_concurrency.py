@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from typing import Any
 
 import pytest
+from django.db import connection
 from pytest_django.live_server_helper import LiveServer
 
-from buffers import selectors
+from buffers import selectors, services
+from buffers.models import Conversation
 from tests.buffers import assistant, store, user
 from tests.integrity import assert_consistent
 
@@ -59,3 +63,43 @@ def test_clients_appending_at_once_over_http_lose_nothing_and_heal_each_call_onc
     assert len(answers) == clients * rounds
     assert set(answers.values()) == {1}
     assert_consistent(conversation)
+
+
+def test_a_create_while_the_database_is_busy_answers_503_or_lands(
+    live_server: LiveServer, settings: Any
+) -> None:
+    """A create waits, bounded, like an append. SQLite has one write lock for the whole
+    database: past the bound the answer is a 503 with Retry-After, and nothing is written.
+    PostgreSQL locks per conversation, so a create is not held up at all."""
+    settings.FLOWDROP_BUFFER_LOCK_WAIT = 0.05
+    busy = store([user()])
+    holding = threading.Event()
+
+    def hold(_: Conversation) -> None:
+        holding.set()
+        time.sleep(1.5)
+
+    def hold_the_lock() -> None:
+        try:
+            services.with_buffer_lock(busy.pk, "holder", hold)
+        finally:
+            connection.close()  # this thread's own connection
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    holding.wait(5)
+    request = urllib.request.Request(
+        f"{live_server.url}/api/conversations", b'{"title": "new"}', method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, retry_after = response.status, None
+    except urllib.error.HTTPError as error:
+        status, retry_after = error.code, error.headers["Retry-After"]
+    holder.join()
+
+    if connection.vendor == "sqlite":
+        assert (status, retry_after) == (503, "5")
+        assert not Conversation.objects.filter(title="new").exists()
+    else:
+        assert status == 201

@@ -336,5 +336,5 @@ def test_a_batch_with_an_unusable_id_is_refused_whole(make_buffer: Any) -> None:
     with pytest.raises(healing.InvalidInput) as refused:
         buffer.append([user("fine"), {"role": "tool", "content": "x", "tool_call_id": "0"}])
 
-    assert [p.path for p in refused.value.problems] == ["messages[1].metadata.tool_call_id"]
+    assert [p.path for p in refused.value.problems] == ["messages[1].tool_call_id"]
     assert buffer.stored() == [assistant("c1")]

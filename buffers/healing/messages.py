@@ -24,16 +24,18 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     JsonValue,
     StrictBool,
     ValidationError,
+    WithJsonSchema,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from .errors import InvalidInput, Problem, parse_each
+from .errors import InvalidInput, Problem
 from .ids import result_call_id, usable_id
 
 Role = Literal["user", "assistant", "tool", "system"]
@@ -102,14 +104,37 @@ def json_problem(value: object) -> str | None:
     return None
 
 
+def json_problem_at(value: object) -> tuple[str, str] | None:
+    """Where in ``value`` the problem ``json_problem`` finds is (``[2].text``, ``.note``, or
+    ``""`` for the value itself; nesting too deep is named at the value), and the problem.
+    Slower than ``json_problem``: for errors only."""
+    pending: list[tuple[object, str, int]] = [(value, "", 0)]
+    while pending:
+        item, where, depth = pending.pop(0)
+        if isinstance(item, list | dict) and depth >= MAX_DEPTH:
+            return "", f"nests arrays or objects more than {MAX_DEPTH} levels deep"
+        if isinstance(item, list):
+            pending.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            for key, nested in item.items():
+                if problem := json_problem(key):
+                    return where, f"has a key that {problem}"
+                pending.append((nested, f"{where}.{key}", depth + 1))
+        elif problem := json_problem(item):
+            return where, problem
+    return None
+
+
 def _content(value: object) -> object:
+    """The kinds of content there are; what they hold is checked with the message
+    (``FlatMessage.to_stored``), so that a problem is named at its exact place."""
     if value is not None and not isinstance(value, str | list | dict):
         raise PydanticCustomError(
             "content_type",
             "must be a string, a list of content parts, an object or null, not {kind}",
             {"kind": describe(value)},
         )
-    return _json(value)
+    return value
 
 
 def _json(value: object) -> object:
@@ -133,7 +158,32 @@ def _call_id(value: object) -> object:
     return value
 
 
-Content = Annotated[str | list[JsonValue] | dict[str, JsonValue] | None, BeforeValidator(_content)]
+def _storable(value: str) -> str:
+    problem = json_problem(value)
+    if problem:
+        raise PydanticCustomError("storable", problem)
+    return value
+
+
+StorableText = Annotated[str, AfterValidator(_storable)]
+"""Text both databases can store: no U+0000, no lone surrogate."""
+
+Content = Annotated[str | list[JsonValue] | dict[str, JsonValue] | None, BeforeValidator(_json)]
+SentContent = Annotated[
+    Any,
+    BeforeValidator(_content),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {}},
+                {"type": "object"},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+"""Content as sent: a string, a list of parts, an object or null."""
 CallId = Annotated[Any, BeforeValidator(_call_id)]
 """As sent: a string or an integer. ``ids.usable_id`` decides whether it names a call."""
 
@@ -189,7 +239,7 @@ class FlatMessage(ToolKeys):
     ``metadata``): what the API, imports and forms accept."""
 
     role: Role
-    content: Content = None
+    content: SentContent = None
     metadata: ToolKeys | None = None
 
     def to_stored(self) -> Message:
@@ -207,11 +257,11 @@ class FlatMessage(ToolKeys):
                     for key in clashes
                 ]
             )
+        metadata = {**nested, **top}
+        _check_json(self.content, "content")
+        _check_json(metadata, "metadata")
         return Message.model_construct(
-            _fields_set=_STORED_FIELDS,
-            role=self.role,
-            content=self.content,
-            metadata=_json_checked({**nested, **top}),
+            _fields_set=_STORED_FIELDS, role=self.role, content=self.content, metadata=metadata
         )
 
 
@@ -230,11 +280,12 @@ def _as_sent(keys: ToolKeys) -> dict[str, Any]:
     return sent
 
 
-def _json_checked(metadata: dict[str, Any]) -> dict[str, Any]:
-    problem = json_problem(metadata)
-    if problem:
-        raise InvalidInput([Problem("metadata", problem)])
-    return metadata
+def _check_json(value: object, field: str) -> None:
+    if json_problem(value) is not None:
+        found = json_problem_at(value)
+        assert found is not None
+        where, problem = found
+        raise InvalidInput([Problem(f"{field}{where}", problem)])
 
 
 _SENTENCES = {
@@ -245,6 +296,8 @@ _SENTENCES = {
     "list_type": "must be a list, not {kind}",
     "bool_type": "must be true or false, not {kind}",
     "literal_error": "must be one of {allowed}, not {input!r}",
+    "string_type": "must be a string, not {kind}",
+    "string_unicode": "holds a lone surrogate (U+D800 to U+DFFF), which cannot be stored",
 }
 
 
@@ -283,14 +336,33 @@ def parse_message(raw: object, path: str) -> Message:
     try:
         return flat.to_stored()
     except InvalidInput as error:
-        raise error.within(f"{path}.") from None
+        problems = [_where_sent(p.within(f"{path}."), raw, path) for p in error.problems]
+        raise InvalidInput(problems) from None
 
 
-def parse_messages(raw: object, path: str = "messages") -> list[Message]:
-    """Read a list of messages, reporting every problem of every message at once."""
+def parse_messages(
+    raw: object, path: str = "messages", *, appendable: bool = False
+) -> list[Message]:
+    """Read a list of messages in either shape, reporting every problem of every message at
+    once. With ``appendable``, a message must also meet what the append rules need of it
+    (``appendable_problems``); those problems are named where the client put the key."""
     if not isinstance(raw, list):
         raise InvalidInput([Problem(path, f"must be a list of messages, not {describe(raw)}")])
-    return parse_each(raw, parse_message, path)
+    messages: list[Message] = []
+    problems: list[Problem] = []
+    for index, item in enumerate(raw):
+        where = f"{path}[{index}]"
+        try:
+            message = parse_message(item, where)
+        except InvalidInput as error:
+            problems.extend(error.problems)
+            continue
+        if appendable:
+            problems.extend(_where_sent(p, item, where) for p in _append_problems(message, where))
+        messages.append(message)
+    if problems:
+        raise InvalidInput(problems)
+    return messages
 
 
 def appendable_problems(messages: Sequence[Message], path: str = "messages") -> list[Problem]:
@@ -301,30 +373,52 @@ def appendable_problems(messages: Sequence[Message], path: str = "messages") -> 
     by the ids a turn declares, so a tool result and every declared call must carry
     a usable id (docs/decisions.md, MEM-1 and MEM-11).
     """
+    return [
+        problem
+        for index, message in enumerate(messages)
+        for problem in _append_problems(message, f"{path}[{index}]")
+    ]
+
+
+def _append_problems(message: Message, where: str) -> list[Problem]:
     problems: list[Problem] = []
-    for index, message in enumerate(messages):
-        where = f"{path}[{index}]"
-        if message.role == "tool" and result_call_id(message) is None:
-            problems.append(
-                Problem(
-                    f"{where}.metadata.tool_call_id",
-                    "a tool result needs a usable tool_call_id (a non-empty string other "
-                    'than "0") to say which call it answers',
-                )
+    if message.role == "tool" and result_call_id(message) is None:
+        problems.append(
+            Problem(
+                f"{where}.metadata.tool_call_id",
+                "a tool result needs a usable tool_call_id (a non-empty string other "
+                'than "0") to say which call it answers',
             )
-        calls = message.metadata.get("tool_calls")
-        if message.role == "assistant" and isinstance(calls, list):
-            for i, call in enumerate(calls):
-                if not isinstance(call, dict):
-                    continue
-                if (
-                    usable_id(call.get("tool_call_id")) is None
-                    and usable_id(call.get("id")) is None
-                ):
-                    problems.append(
-                        Problem(
-                            f"{where}.metadata.tool_calls[{i}]",
-                            "a declared call needs a usable id (tool_call_id or id)",
-                        )
+        )
+    calls = message.metadata.get("tool_calls")
+    if message.role == "assistant" and isinstance(calls, list):
+        for i, call in enumerate(calls):
+            if not isinstance(call, dict):
+                continue
+            if usable_id(call.get("tool_call_id")) is None and usable_id(call.get("id")) is None:
+                problems.append(
+                    Problem(
+                        f"{where}.metadata.tool_calls[{i}]",
+                        "a declared call needs a usable id (tool_call_id or id)",
                     )
+                )
     return problems
+
+
+def _where_sent(problem: Problem, sent: object, where: str) -> Problem:
+    """A problem about a key of ``metadata``, named where the client put that key: at top
+    level (the flat shape) or under ``metadata``."""
+    under = f"{where}.metadata."
+    if not problem.path.startswith(under):
+        return problem
+    rest = problem.path.removeprefix(under)
+    key = re.split(r"[.\[]", rest, maxsplit=1)[0]
+    if _sent_at_top_level(sent, key):
+        return Problem(f"{where}.{rest}", problem.message)
+    return problem
+
+
+def _sent_at_top_level(sent: object, key: str) -> bool:
+    if isinstance(sent, FlatMessage):
+        return key in sent.model_fields_set or key in (sent.model_extra or {})
+    return isinstance(sent, dict) and key in sent

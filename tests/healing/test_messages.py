@@ -102,7 +102,7 @@ def test_the_same_key_at_top_level_and_under_metadata_must_agree() -> None:
         ),
         (
             [{"role": "user", "content": "x", "metadata": {"n": float("nan")}}],
-            "messages[0].metadata: holds a number that JSON cannot carry (NaN or infinity)",
+            "messages[0].metadata.n: holds a number that JSON cannot carry (NaN or infinity)",
         ),
     ],
 )
@@ -116,9 +116,12 @@ def test_a_malformed_message_is_refused_with_its_path_and_a_sentence(
     ("raw", "expected"),
     [
         ({"role": "user", "content": "a\x00b"}, "messages[0].content"),
-        ({"role": "user", "content": [{"type": "text", "text": "\x00"}]}, "messages[0].content"),
-        ({"role": "user", "content": "x", "metadata": {"k\x00": 1}}, "messages[0].metadata"),
-        ({"role": "tool", "tool_call_id": "c1", "note": ["\x00"]}, "messages[0].metadata"),
+        (
+            {"role": "user", "content": [{"type": "text", "text": "\x00"}]},
+            "messages[0].content[0].text",
+        ),
+        ({"role": "tool", "tool_call_id": "c1", "note": ["\x00"]}, "messages[0].note[0]"),
+        ({"role": "tool", "metadata": {"note": ["\x00"]}}, "messages[0].metadata.note[0]"),
     ],
 )
 def test_a_nul_character_anywhere_is_refused_because_postgresql_cannot_store_it(
@@ -127,12 +130,18 @@ def test_a_nul_character_anywhere_is_refused_because_postgresql_cannot_store_it(
     assert problems_of([raw]) == [f"{expected}: holds the character U+0000, which cannot be stored"]
 
 
+def test_a_nul_character_in_a_key_is_named_on_its_object() -> None:
+    assert problems_of([{"role": "user", "content": "x", "metadata": {"k\x00": 1}}]) == [
+        "messages[0].metadata: has a key that holds the character U+0000, which cannot be stored"
+    ]
+
+
 def test_a_lone_surrogate_is_refused_because_utf8_cannot_encode_it() -> None:
     assert problems_of([{"role": "user", "content": "a\ud800b"}]) == [
         "messages[0].content: holds the character U+D800, which cannot be stored"
     ]
     assert problems_of([{"role": "tool", "tool_call_id": "c\udfff"}]) == [
-        "messages[0].metadata: holds the character U+DFFF, which cannot be stored"
+        "messages[0].tool_call_id: holds the character U+DFFF, which cannot be stored"
     ]
 
 
