@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import QuerySet, Subquery
+from django.db import connection
+from django.db.models import F, Min, QuerySet, Subquery
 
 from . import healing
-from .models import BUFFER_INDEX, Block, Conversation, ConversationQuerySet, Message
+from .models import (
+    BUFFER_INDEX,
+    Block,
+    Conversation,
+    ConversationQuerySet,
+    DeclaredCall,
+    Message,
+)
 
 
 def conversations_newest() -> ConversationQuerySet:
@@ -48,3 +57,65 @@ def buffer_messages(conversation: Conversation) -> list[healing.Message]:
     """The whole buffer, in order, as the pure core's messages."""
     rows = Message.objects.filter(conversation=conversation).in_buffer_order()
     return [row.as_core() for row in rows.only("role", "content", "metadata")]
+
+
+def window_facts(
+    conversation: Conversation, window: Sequence[healing.Message]
+) -> dict[str, healing.CallFacts]:
+    """What the whole buffer says about each id a window of it names, read from the index
+    in three queries whatever the buffer's length: who owns each id, where its first result
+    is, and where the run of results after the owner ends."""
+    ids = healing.ids_in_batch(window)
+    if not ids:
+        return {}
+    owners = {
+        call_id: (message_id, index)
+        for call_id, message_id, index in DeclaredCall.objects.filter(
+            conversation=conversation, call_id__in=ids
+        ).values_list("call_id", "message_id", F("message__block__start") + F("message__slot"))
+    }
+    first_results = {
+        str(call_id): first
+        for call_id, first in Message.objects.filter(
+            conversation=conversation, answers_call_id__in=ids
+        )
+        .values("answers_call_id")
+        .annotate(first=Min(BUFFER_INDEX))
+        .values_list("answers_call_id", "first")
+    }
+    block_ends = _tool_runs_end(conversation, [message_id for message_id, _ in owners.values()])
+    return {
+        call_id: healing.CallFacts(
+            owner=owners[call_id][1] if call_id in owners else None,
+            first_result=first_results.get(call_id),
+            owner_block_end=block_ends[owners[call_id][0]] if call_id in owners else None,
+        )
+        for call_id in ids
+    }
+
+
+def _tool_runs_end(conversation: Conversation, message_ids: list[int]) -> dict[int, int]:
+    """For each message, the index just past the run of tool messages right after it: the
+    first later message that is not a tool result, looked for in its own block and then
+    block by block (each found by its indexed start), or the buffer's length."""
+    if not message_ids:
+        return {}
+    marks = ", ".join(["%s"] * len(message_ids))
+    sql = f"""
+        SELECT m.id, COALESCE(
+            (SELECT b.start + MIN(n.slot) FROM buffers_message n
+              WHERE n.block_id = m.block_id AND n.slot > m.slot AND n.role <> 'tool'),
+            (SELECT later.start + (SELECT MIN(n.slot) FROM buffers_message n
+                                    WHERE n.block_id = later.id AND n.role <> 'tool')
+               FROM buffers_block later
+              WHERE later.conversation_id = b.conversation_id AND later.start > b.start
+                AND EXISTS (SELECT 1 FROM buffers_message n
+                             WHERE n.block_id = later.id AND n.role <> 'tool')
+              ORDER BY later.start LIMIT 1),
+            %s)
+        FROM buffers_message m JOIN buffers_block b ON b.id = m.block_id
+        WHERE m.id IN ({marks})
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [conversation.message_count, *message_ids])
+        return dict(cursor.fetchall())

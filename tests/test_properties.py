@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from django.test import override_settings
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from buffers import healing
+from buffers import healing, selectors
 from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer
 from tests.integrity import assert_consistent
 
@@ -187,3 +187,41 @@ def test_random_batches_through_the_api_give_the_planners_buffer_and_report(
         for batch in batches:
             assert api.append(batch) == pure.append(batch)
             assert api.stored() == pure.stored()
+
+
+@pytest.mark.django_db
+@hypothesis_settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(buffer=buffers, bounds=st.tuples(st.integers(0, 14), st.integers(0, 14)))
+@example(  # a run of results that crosses two block boundaries, then a late result
+    buffer=[
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
+        *({"role": "tool", "content": "r", "tool_call_id": f"x{n}"} for n in range(4)),
+        {"role": "user", "content": "?"},
+        {"role": "tool", "content": "late", "tool_call_id": "c1"},
+    ],
+    bounds=(6, 7),
+)
+def test_a_window_analysed_from_the_index_finds_what_the_whole_analysis_finds_there(
+    buffer: list[Any], bounds: tuple[int, int]
+) -> None:
+    """What the inspector shows of a page equals what analysing the whole buffer says of
+    those messages; the page is analysed from its own rows and the index alone."""
+    start, end = sorted(bounds)
+    with override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3):
+        stored = StoredBuffer(buffer)
+        messages = healing.parse_messages(buffer)
+        window = [
+            row.as_core()
+            for row in selectors.messages_page(
+                stored.conversation, offset=start, limit=max(end - start, 1)
+            )
+        ][: end - start]
+
+        facts = selectors.window_facts(stored.conversation, window)
+        found = healing.analyze_window(window, start, facts)
+
+    expected = [f for f in healing.analyze(messages).findings if start <= f.index < end]
+    assert found == expected
+    assert (
+        healing.analyze_window(messages[start:end], start, healing.call_facts(messages)) == expected
+    )

@@ -6,7 +6,16 @@ Every entry point (views, admin, API, commands) reaches these through
 
 from __future__ import annotations
 
-from .analysis import FINDING_LABELS, Analysis, Finding, UnansweredCall, analyze
+from .analysis import (
+    FINDING_LABELS,
+    Analysis,
+    CallFacts,
+    Finding,
+    UnansweredCall,
+    analyze,
+    analyze_window,
+    call_facts,
+)
 from .errors import InvalidInput, Problem, parse_each
 from .facts import (
     BufferFacts,
@@ -65,6 +74,7 @@ __all__ = [
     "AppendReport",
     "BufferFacts",
     "BufferIndex",
+    "CallFacts",
     "Declaration",
     "Dropped",
     "Finding",
@@ -83,8 +93,10 @@ __all__ = [
     "StorableText",
     "UnansweredCall",
     "analyze",
+    "analyze_window",
     "appendable_problems",
     "apply_plan",
+    "call_facts",
     "call_id",
     "declared_call_ids",
     "declared_calls",

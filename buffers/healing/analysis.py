@@ -7,7 +7,7 @@ inspector's highlights and the planner's decisions cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -71,6 +71,18 @@ class Analysis:
         return [f for f in self.findings if f.index == index]
 
 
+@dataclass(frozen=True)
+class CallFacts:
+    """What the whole buffer says about one tool call id, for analysing part of it."""
+
+    owner: int | None
+    """The index of the turn that first declared the id (it owns the call)."""
+    first_result: int | None
+    """The index of the first tool message holding the id (real or placeholder)."""
+    owner_block_end: int | None
+    """The index just past the run of tool messages that directly follows the owner."""
+
+
 def _next_non_tool(messages: Sequence[Message]) -> list[int]:
     """For each index, the first later index that is not a tool message (or the length):
     the end of the block of results that directly follows a turn."""
@@ -83,13 +95,30 @@ def _next_non_tool(messages: Sequence[Message]) -> list[int]:
     return result
 
 
-def analyze(messages: Sequence[Message]) -> Analysis:
+def call_facts(messages: Sequence[Message]) -> dict[str, CallFacts]:
+    """The facts of every id a whole in-memory buffer names."""
     index: BufferIndex = index_buffer(messages)
     block_end = _next_non_tool(messages)
-    findings: list[Finding] = []
-    seen_results: dict[str, int] = {}
+    facts: dict[str, CallFacts] = {}
+    for cid in index.owners.keys() | index.holders.keys():
+        owner = index.owners[cid][0] if cid in index.owners else None
+        holders = index.holders.get(cid)
+        facts[cid] = CallFacts(
+            owner=owner,
+            first_result=holders[0] if holders else None,
+            owner_block_end=None if owner is None else block_end[owner],
+        )
+    return facts
 
-    for position, message in enumerate(messages):
+
+def analyze_window(
+    window: Sequence[Message], start: int, facts: Mapping[str, CallFacts]
+) -> list[Finding]:
+    """The findings on messages ``start .. start + len(window)`` of a buffer, given the facts
+    of every id the window names (``ids_in_batch(window)``). The inspector analyses the page
+    it shows this way; ``analyze`` is this over a whole buffer."""
+    findings: list[Finding] = []
+    for position, message in enumerate(window, start=start):
         if message.role == "assistant":
             seen_here: set[str] = set()
             for ordinal, cid in declared_calls(message):
@@ -98,18 +127,18 @@ def analyze(messages: Sequence[Message]) -> Analysis:
                         Finding(position, "unusable_id", f"call {ordinal} has no usable id")
                     )
                     continue
-                owner, _ = index.owners[cid]
-                if owner != position or cid in seen_here:
+                declared = facts[cid]
+                if declared.owner != position or cid in seen_here:
                     findings.append(
                         Finding(
                             position,
                             "redeclared_id",
-                            f"{cid} was already declared at message {owner}",
+                            f"{cid} was already declared at message {declared.owner}",
                             cid,
-                            owner,
+                            declared.owner,
                         )
                     )
-                elif cid not in index.holders:
+                elif declared.first_result is None:
                     findings.append(
                         Finding(position, "unanswered_call", f"{cid} has no result", cid)
                     )
@@ -118,51 +147,53 @@ def analyze(messages: Sequence[Message]) -> Analysis:
         if message.role != "tool":
             continue
         cid = result_call_id(message)
+        call = facts[cid] if cid else None
         if is_placeholder(message):
-            owner_of = index.owners.get(cid) if cid else None
             findings.append(
                 Finding(
                     position,
                     "healed_placeholder",
                     "synthetic result: the call was interrupted and never answered",
                     cid,
-                    owner_of[0] if owner_of else None,
+                    call.owner if call else None,
                 )
             )
-        if cid is None:
+        if call is None:
             findings.append(
                 Finding(position, "unusable_id", "this tool result has no usable tool_call_id")
             )
             continue
-        if cid in seen_results:
-            first = seen_results[cid]
+        if call.first_result != position:
             findings.append(
                 Finding(
                     position,
                     "duplicate_result",
-                    f"{cid} was already answered at message {first}",
+                    f"{cid} was already answered at message {call.first_result}",
                     cid,
-                    first,
+                    call.first_result,
                 )
             )
             continue
-        seen_results[cid] = position
-        if cid not in index.owners:
+        if call.owner is None:
             findings.append(Finding(position, "orphan_result", f"no turn declares {cid}", cid))
             continue
-        owner, _ = index.owners[cid]
-        if not owner < position < block_end[owner]:
-            where = "before" if position < owner else "not directly after"
+        if not call.owner < position < (call.owner_block_end or 0):
+            where = "before" if position < call.owner else "not directly after"
             findings.append(
                 Finding(
                     position,
                     "non_adjacent_result",
-                    f"answers {cid}, declared at message {owner}, but sits {where} that turn",
+                    f"answers {cid}, declared at message {call.owner}, but sits {where} that turn",
                     cid,
-                    owner,
+                    call.owner,
                 )
             )
+    return findings
 
+
+def analyze(messages: Sequence[Message]) -> Analysis:
+    index: BufferIndex = index_buffer(messages)
+    findings = analyze_window(messages, 0, call_facts(messages))
     return Analysis(
         length=len(messages),
         findings=tuple(findings),
