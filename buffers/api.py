@@ -154,6 +154,10 @@ class IndexedCall(Schema):
     tool_call_id: str
 
 
+class HealedCall(IndexedCall):
+    declared_at: int = Field(description="Position of the turn that declared the call.")
+
+
 class DroppedMessage(Schema):
     batch_index: int
     reason: Literal["duplicate_result", "duplicate_turn", "healed_duplicate"]
@@ -172,7 +176,7 @@ class AppendOut(Schema):
     count: int = Field(description="Messages in the buffer after the append (MEM-14).")
     appended: int = Field(description="Incoming messages that became new entries (MEM-14).")
     appended_any: bool
-    healed: list[IndexedCall] = Field(description="Placeholders inserted (MEM-3).")
+    healed: list[HealedCall] = Field(description="Placeholders inserted (MEM-3).")
     replaced: list[IndexedCall] = Field(description="Placeholders replaced in place (MEM-10).")
     dropped: list[DroppedMessage] = Field(description="Duplicates (MEM-1, MEM-2, MEM-10).")
     outcomes: list[OutcomeOut] = Field(description="What became of each incoming message.")

@@ -88,6 +88,16 @@ def append_messages(
     return with_buffer_lock(conversation_id, via, append)
 
 
+def preview_append(
+    *, conversation_id: int, messages: Sequence[healing.Message]
+) -> healing.AppendReport:
+    """What appending ``messages`` would do now, planned by the same planner from the same
+    facts, with nothing written."""
+    conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    facts, _ = _load_facts(conversation, messages)
+    return healing.plan_append(facts, messages).report
+
+
 class _StaleBuffer(Exception):
     """The buffer changed between reading its facts and writing the plan: an append that
     proceeded unserialized met another one. Planning again on the buffer as it now is

@@ -8,4 +8,8 @@ app_name = "buffers"
 
 urlpatterns = [
     path("", views.conversation_list, name="conversation_list"),
+    path("c/<int:pk>/", views.conversation_detail, name="conversation"),
+    path("c/<int:pk>/messages", views.conversation_messages, name="conversation_messages"),
+    path("c/<int:pk>/append", views.conversation_append, name="conversation_append"),
+    path("c/<int:pk>/preview", views.conversation_preview, name="conversation_preview"),
 ]

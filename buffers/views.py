@@ -1,17 +1,218 @@
+"""The inspector's pages. Thin: forms and the service for writes, selectors and the presenter
+for reads; htmx requests get the named partial they swap."""
+
 from __future__ import annotations
 
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_safe
+from typing import Any
 
-from . import selectors
+from django.contrib import messages as flash
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+from django_htmx.http import reswap, retarget
+from django_htmx.middleware import HtmxDetails
+
+from . import healing, presenters, selectors, services
+from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm
+from .models import Conversation
 
 PAGE_SIZE = 50
 
 
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+FILTERS = {
+    "all": "all",
+    "unanswered": "with unanswered calls",
+    "healed": "with healed placeholders",
+}
+SORTS = {
+    "updated": ("-updated_at", "-id"),
+    "created": ("-created_at", "-id"),
+    "title": ("title", "id"),
+    "messages": ("-message_count", "-id"),
+    "unanswered": ("-unanswered_count", "-id"),
+    "healed": ("-healed_count", "-id"),
+}
+
+
+def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:
+    return value if value in choices else default
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        number = int(value or "")
+    except ValueError:
+        return None
+    return number if 0 <= number < 2**63 else None
+
+
 @require_safe
-def conversation_list(request: HttpRequest) -> HttpResponse:
-    paginator = Paginator(selectors.conversations_recent(), PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
-    return render(request, "buffers/conversation_list.html", {"page": page})
+def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
+    show = _choice(request.GET.get("show"), FILTERS, "all")
+    sort = _choice(request.GET.get("sort"), SORTS, "updated")
+    query = request.GET.get("q", "").strip()[:200]
+    conversations = selectors.conversations_recent().order_by(*SORTS[sort])
+    if show == "unanswered":
+        conversations = conversations.with_unanswered_calls()
+    elif show == "healed":
+        conversations = conversations.healed()
+    if query:
+        conversations = conversations.filter(Q(title__icontains=query) | Q(source__icontains=query))
+    page = Paginator(conversations, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "show": show,
+        "sort": sort,
+        "q": query,
+        "filters": FILTERS,
+        "sorts": SORTS,
+    }
+    template = "buffers/conversation_list.html"
+    if request.htmx:
+        template += "#conversation-table"
+    return render(request, template, context)
+
+
+@require_safe
+def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    conversation = get_object_or_404(Conversation, pk=pk)
+    at = _int(request.GET.get("at"))
+    start = max(0, at - presenters.CONTEXT) if at is not None else 0
+    just = {
+        index: "inserted"
+        for index in (_int(i) for i in request.GET.get("just", "").split(","))
+        if index is not None
+    }
+    preview = (
+        presenters.report_sentences(_preview(conversation), "user")
+        if request.GET.get("preview")
+        else None
+    )
+    return render(
+        request,
+        "buffers/conversation_detail.html",
+        _page_context(conversation, start, start + presenters.PAGE, just, preview=preview),
+    )
+
+
+@require_safe
+def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """A page of messages before or after the window, for htmx to add as the reader scrolls."""
+    conversation = get_object_or_404(Conversation, pk=pk)
+    start = _int(request.GET.get("start")) or 0
+    end = _int(request.GET.get("end")) or start + presenters.PAGE
+    window_start = _int(request.GET.get("window_start"))
+    window_end = _int(request.GET.get("window_end"))
+    context = _page_context(conversation, start, min(end, start + presenters.PAGE), {})
+    earlier = window_start is not None and start < window_start
+    context["direction"] = "earlier" if earlier else "later"
+    context["range_start"] = min(start, window_start if window_start is not None else start)
+    context["range_end"] = max(context["window"].end, window_end or 0)
+    context["oob"] = True
+    return render(request, "buffers/conversation_detail.html#messages-page", context)
+
+
+@require_safe
+def conversation_preview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """What a user turn would do now: the healing plan, nothing written."""
+    conversation = get_object_or_404(Conversation, pk=pk)
+    sentences = presenters.report_sentences(_preview(conversation), "user")
+    if not request.htmx:
+        return redirect(f"{reverse('buffers:conversation', args=[pk])}?preview=1#preview")
+    return render(
+        request,
+        "buffers/conversation_detail.html#preview",
+        {"conversation": conversation, "preview": sentences},
+    )
+
+
+def _preview(conversation: Conversation) -> healing.AppendReport:
+    turn = healing.parse_messages([{"role": "user", "content": "(a user turn)"}])
+    return services.preview_append(conversation_id=conversation.pk, messages=turn)
+
+
+@require_POST
+def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Append what a form describes (a user turn, or from the QA panel a tool result or an
+    assistant turn) through the one service; show what the rules did, in place."""
+    conversation = get_object_or_404(Conversation, pk=pk)
+    kind = _choice(request.POST.get("kind"), FORMS, "user")
+    form = FORMS[kind](request.POST, prefix=kind)
+    batch: list[healing.Message] = []
+    if form.is_valid():
+        try:
+            batch = healing.parse_messages(form.messages(), appendable=True)
+        except healing.InvalidInput as invalid:
+            for problem in invalid.problems:
+                form.add_error(None, problem.message)
+    if not form.is_valid():
+        return _form_errors(request, conversation, kind, form)
+
+    report = services.append_messages(conversation_id=pk, messages=batch, via="inspector")
+    sentences = presenters.report_sentences(report, kind)
+    marks = presenters.just_written(report)
+    if not request.htmx:
+        for sentence in sentences:
+            flash.info(request, sentence)
+        first = min(marks, default=report.count - 1)
+        just = ",".join(str(i) for i in sorted(marks))
+        url = reverse("buffers:conversation", args=[pk])
+        return redirect(f"{url}?at={first}&just={just}#m-{first}")
+
+    conversation.refresh_from_db()
+    inserted = [index for index, how in marks.items() if how == "inserted"]
+    start = presenters.shifted(_int(request.POST.get("window_start")) or 0, inserted)
+    old_end = _int(request.POST.get("window_end")) or 0
+    end = (
+        conversation.message_count
+        if old_end >= report.count - len(inserted)
+        else presenters.shifted(old_end, inserted)
+    )
+    context = _page_context(conversation, start, end, marks)
+    context["report"] = sentences
+    context["oob"] = True
+    return render(request, "buffers/conversation_detail.html#after-append", context)
+
+
+def _form_errors(
+    request: HtmxHttpRequest, conversation: Conversation, kind: str, form: Any
+) -> HttpResponse:
+    if request.htmx:
+        response = render(
+            request,
+            f"buffers/conversation_detail.html#{kind}-form",
+            {"conversation": conversation, f"{kind}_form": form},
+        )
+        return reswap(retarget(response, f"#{kind}-form"), "outerHTML")
+    context = _page_context(conversation, 0, presenters.PAGE, {})
+    context[f"{kind}_form"] = form
+    return render(request, "buffers/conversation_detail.html", context, status=422)
+
+
+def _page_context(
+    conversation: Conversation,
+    start: int,
+    end: int,
+    just: dict[int, str],
+    preview: list[str] | None = None,
+) -> dict[str, Any]:
+    problems = presenters.open_calls(conversation)
+    window = presenters.window(conversation, start, end, just=just, problems=problems)
+    return {
+        "conversation": conversation,
+        "window": window,
+        "range_start": window.start,
+        "range_end": window.end,
+        "problems": problems,
+        "preview": preview,
+        "user_form": TurnForm(prefix="user"),
+        "tool_form": ToolResultForm(prefix="tool"),
+        "assistant_form": AssistantTurnForm(prefix="assistant"),
+    }

@@ -145,7 +145,7 @@ def test_an_append_reports_what_the_rules_did_with_indexes_in_the_result(client:
         "count": 6,
         "appended": 1,
         "appended_any": True,
-        "healed": [{"index": 2, "tool_call_id": "c1"}],
+        "healed": [{"index": 2, "tool_call_id": "c1", "declared_at": 1}],
         "replaced": [],
         "dropped": [
             {

@@ -124,7 +124,11 @@ def test_several_dangling_calls_heal_in_declaration_order_each_after_its_own_tur
     assert roles_and_ids(buffer.stored()) == [
         "U", "A(a1,a2)", "P(a1)", "P(a2)", "U", "A(b1)", "P(b1)", "A", "U",
     ]  # fmt: skip
-    assert [(h.index, h.tool_call_id) for h in report.healed] == [(2, "a1"), (3, "a2"), (6, "b1")]
+    assert [(h.index, h.tool_call_id, h.declared_at) for h in report.healed] == [
+        (2, "a1", 1),
+        (3, "a2", 1),
+        (6, "b1", 5),
+    ]
 
 
 @pytest.mark.rule("MEM-3")
@@ -150,6 +154,7 @@ def test_a_user_turn_in_a_batch_heals_calls_declared_earlier_in_that_batch(
     assert roles_and_ids(buffer.stored()) == [
         "U", "A(c1)", "P(c1)", "A(c2,c3)", "P(c2)", "T(c3)", "U",
     ]  # fmt: skip
+    assert [(h.tool_call_id, h.declared_at) for h in report.healed] == [("c1", 1), ("c2", 3)]
     assert report.appended == 3
     assert report.count == 7
 

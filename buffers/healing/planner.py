@@ -44,6 +44,8 @@ DROP_REASONS: dict[str, str] = {
 class Healed:
     index: int
     tool_call_id: str
+    declared_at: int
+    """The index of the turn whose call the placeholder answers (it sits right after it)."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ class _Planner:
         self.open_new: dict[str, tuple[_Row, int]] = {}
         self.answered_stored: list[str] = []
         self.replaced_stored: dict[int, Message] = {}
-        self.healed: list[tuple[_Row, str]] = []
+        self.healed: list[tuple[_Row, str, _Row | int]] = []
         self.replaced: list[tuple[_Row | int, str]] = []
         self.dropped: list[Dropped] = []
         self.outcomes: list[tuple[int, Action, _Row | int | None, DropReason | None]] = []
@@ -284,7 +286,7 @@ class _Planner:
             self.gaps.setdefault(gap, []).insert(already, placeholder)
             self.held[call.call_id] = placeholder
             self.answered_stored.append(call.call_id)
-            self.healed.append((placeholder, call.call_id))
+            self.healed.append((placeholder, call.call_id, call.declared_at))
         if not self.open_new:
             return
         owned: dict[_Row, list[str]] = {}
@@ -297,7 +299,7 @@ class _Planner:
                 placeholder = _Row(placeholder_for(call_id), self.length, None)
                 tail.append(placeholder)
                 self.held[call_id] = placeholder
-                self.healed.append((placeholder, call_id))
+                self.healed.append((placeholder, call_id, row))
         self.tail[:] = tail
         self.open_new.clear()
 
@@ -331,7 +333,9 @@ class _Planner:
         report = AppendReport(
             count=self.length + len(rows),
             appended=sum(1 for r in rows if r.batch_index is not None),
-            healed=tuple(Healed(row.position, cid) for row, cid in self.healed),
+            healed=tuple(
+                Healed(row.position, cid, where(owner)) for row, cid, owner in self.healed
+            ),
             replaced=tuple(Replaced(where(target), cid) for target, cid in self.replaced),
             dropped=tuple(self.dropped),
             outcomes=tuple(

@@ -1,0 +1,300 @@
+"""The inspector's pages through Django's test client: full pages, the partials htmx swaps,
+the POST/redirect/GET path without JavaScript, and what each costs in queries."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from buffers import presenters
+from buffers.models import Conversation
+from tests.buffers import assistant, placeholder, result, store, user
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HX-Request": "true"}
+
+
+def article_ids(html: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<article id="m-(\d+)"', html)]
+
+
+def article(html: str, index: int) -> str:
+    match = re.search(rf'<article id="m-{index}".*?</article>', html, re.DOTALL)
+    assert match, f"message {index} is not on the page"
+    return match.group(0)
+
+
+def append(
+    client: Client, conversation: Conversation, kind: str, htmx: bool = True, **fields: Any
+) -> Any:
+    data = {"kind": kind, **{f"{kind}-{name}": value for name, value in fields.items()}}
+    data.update({"window_start": 0, "window_end": conversation.message_count})
+    headers = HX if htmx else {}
+    return client.post(f"/c/{conversation.pk}/append", data, headers=headers)
+
+
+def crashed() -> Conversation:
+    return store(
+        [user("weather?"), assistant("c1", "c2"), result("c2"), user("hello?"), assistant()],
+        title="crashed",
+    )
+
+
+# The list.
+
+
+def test_the_list_filters_searches_sorts_and_pages(client: Client) -> None:
+    store([assistant("c1")], title="crashed agent", source="runtime")
+    store([assistant("h1"), placeholder("h1")], title="healed agent", source="runtime")
+    store([user()], title="quiet", source="export.jsonl")
+
+    def titles(query: str) -> list[str]:
+        html = client.get(f"/?{query}").text
+        return re.findall(r'<td><a href="/c/\d+/">([^<]+)</a></td>', html)
+
+    assert titles("show=unanswered") == ["crashed agent"]
+    assert titles("show=healed") == ["healed agent"]
+    assert titles("q=export") == ["quiet"]
+    assert titles("sort=title") == ["crashed agent", "healed agent", "quiet"]
+    assert titles("show=nonsense&sort=nonsense&page=x") == [
+        "quiet",
+        "healed agent",
+        "crashed agent",
+    ]
+
+
+def test_an_htmx_filter_change_gets_only_the_table(client: Client) -> None:
+    store([assistant("c1")], title="crashed agent")
+
+    response = client.get("/?show=unanswered", headers=HX)
+
+    assert response.text.lstrip().startswith('<section id="conversation-table"')
+    assert "<html" not in response.text
+    assert "crashed agent" in response.text
+
+
+def test_the_list_costs_the_same_queries_for_few_or_many_conversations(client: Client) -> None:
+    counts = []
+    for total in (3, 60):
+        while Conversation.objects.count() < total:
+            store([assistant("c1")], title="x")
+        with CaptureQueriesContext(connection) as queries:
+            client.get("/?show=unanswered&q=x&sort=messages")
+        counts.append(len(queries.captured_queries))
+
+    assert counts[0] == counts[1]
+
+
+# The conversation page.
+
+
+@pytest.mark.rule("MEM-3")
+def test_the_page_shows_each_message_with_its_findings_in_words(client: Client) -> None:
+    conversation = store(
+        [
+            assistant("c1", "c2"),
+            result("c2"),
+            result("c2", "again"),
+            placeholder("p1"),
+            result("c9", "orphan"),
+            assistant("c1", "c3"),
+            result("c3"),
+        ]
+    )
+
+    html = client.get(f"/c/{conversation.pk}/").text
+
+    assert article_ids(html) == [0, 1, 2, 3, 4, 5, 6]
+    assert "unanswered call c1" in article(html, 0)
+    assert "1 unanswered call" in html
+    assert 'href="#m-1">result at message 1' in article(html, 0)
+    assert 'declared at <a href="#m-0">message 0' in article(html, 1)
+    assert "duplicate result: c2" in article(html, 2)
+    assert "synthetic: healed placeholder" in article(html, 3)
+    assert "orphan result: p1" in article(html, 3)
+    assert "orphan result: c9" in article(html, 4)
+    assert "re-declared id: c1" in article(html, 5)
+    assert "Raw JSON" in article(html, 6)
+
+
+def test_transcript_content_is_escaped_and_whitespace_kept(client: Client) -> None:
+    hostile = '<script>alert(1)</script>\n  <a href="javascript:alert(2)">x</a>'
+    conversation = store([user(hostile)])
+
+    html = client.get(f"/c/{conversation.pk}/").text
+
+    assert "<script>alert(1)" not in html
+    assert 'href="javascript:' not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;\n  &lt;a href=" in html
+
+
+def test_structured_content_and_call_arguments_read_as_text_and_pretty_json(
+    client: Client,
+) -> None:
+    turn = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Checking."}, {"type": "image_url", "url": "x"}],
+        "tool_calls": [
+            {"id": "c1", "function": {"name": "weather", "arguments": '{"city":"Paris"}'}}
+        ],
+    }
+    conversation = store([turn])
+
+    html = article(client.get(f"/c/{conversation.pk}/").text, 0)
+
+    assert '<div class="text">Checking.</div>' in html
+    assert "&quot;type&quot;: &quot;image_url&quot;" in html
+    assert "weather" in html
+    assert "{\n  &quot;city&quot;: &quot;Paris&quot;\n}" in html
+
+
+def test_a_deep_link_opens_a_window_around_the_message_without_loading_the_rest(
+    client: Client, settings: Any
+) -> None:
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    conversation = store([user(f"m{n}") for n in range(2_000)])
+
+    html = client.get(f"/c/{conversation.pk}/?at=1500").text
+
+    shown = article_ids(html)
+    assert shown == list(
+        range(1500 - presenters.CONTEXT, 1500 - presenters.CONTEXT + presenters.PAGE)
+    )
+    assert "Load earlier messages" in html
+    assert f"start={shown[-1] + 1}" in html  # the next page loads as the reader scrolls
+
+
+def test_a_page_of_a_long_conversation_costs_what_a_short_one_does(
+    client: Client, settings: Any
+) -> None:
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    short = store([assistant("c1"), *[user(f"m{n}") for n in range(60)]])
+    long = store([assistant("c1"), *[user(f"m{n}") for n in range(3_000)]])
+
+    counts = []
+    for conversation in (short, long):
+        with CaptureQueriesContext(connection) as queries:
+            client.get(f"/c/{conversation.pk}/?at=20")
+        counts.append(len(queries.captured_queries))
+
+    assert counts[0] == counts[1]
+
+
+def test_the_next_page_arrives_as_a_partial_that_moves_the_window(client: Client) -> None:
+    conversation = store([user(f"m{n}") for n in range(120)])
+
+    response = client.get(
+        f"/c/{conversation.pk}/messages?start=50&end=100&window_start=0&window_end=50", headers=HX
+    )
+
+    assert article_ids(response.text) == list(range(50, 100))
+    assert '<div id="window-range" hidden hx-swap-oob="true">' in response.text
+    assert 'name="window_end" value="100"' in response.text
+    assert "start=100" in response.text
+    assert "<html" not in response.text
+
+
+def test_an_unknown_conversation_is_a_404(client: Client) -> None:
+    assert client.get("/c/404/").status_code == 404
+
+
+# Writing: the heart.
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_user_turn_swaps_in_the_placeholder_at_its_place_and_the_new_summary(
+    client: Client,
+) -> None:
+    conversation = crashed()
+
+    response = append(client, conversation, "user", content="still there?")
+
+    html = response.text
+    assert article_ids(html) == [0, 1, 2, 3, 4, 5, 6]
+    assert "synthetic: healed placeholder" in article(html, 2)
+    assert "just inserted" in article(html, 2)
+    assert "just inserted" in article(html, 6)
+    assert "just inserted" not in article(html, 3)
+    assert "Healed 1 call: c1 after message 1." in html
+    assert '<section id="summary" class="summary" aria-label="Summary" hx-swap-oob="true">' in html
+    assert "no unanswered calls" in html
+    assert "<html" not in html
+
+
+def test_without_javascript_a_turn_posts_redirects_and_shows_what_happened(
+    client: Client,
+) -> None:
+    conversation = crashed()
+
+    response = append(client, conversation, "user", htmx=False, content="still there?")
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/c/{conversation.pk}/?at=2&just=2,6#m-2"
+    html = client.get(response["Location"]).text
+    assert "Healed 1 call: c1 after message 1." in html
+    assert "just inserted" in article(html, 2)
+
+
+@pytest.mark.rule("MEM-16")
+@pytest.mark.parametrize("content", ["", "   \n\t "])
+def test_an_empty_or_blank_turn_is_refused_in_place_and_nothing_is_written(
+    client: Client, content: str
+) -> None:
+    conversation = crashed()
+
+    swapped = append(client, conversation, "user", content=content)
+    page = append(client, conversation, "user", htmx=False, content=content)
+
+    assert swapped["HX-Retarget"] == "#user-form"
+    assert 'role="alert"' in swapped.text
+    assert "A user turn needs some text" in swapped.text
+    assert page.status_code == 422
+    assert "A user turn needs some text" in page.text
+    conversation.refresh_from_db()
+    assert conversation.message_count == 5
+
+
+@pytest.mark.rule("MEM-10")
+def test_the_qa_panel_replaces_a_placeholder_in_place(client: Client) -> None:
+    conversation = store([assistant("c1"), placeholder("c1"), user()])
+
+    html = append(client, conversation, "tool", tool_call_id="c1", content="Found 3 cats").text
+
+    assert "just replaced" in article(html, 1)
+    assert "Found 3 cats" in article(html, 1)
+    assert "Replaced the placeholder for c1 at message 1 in place (MEM-10)." in html
+
+
+@pytest.mark.rule("MEM-2")
+def test_the_qa_panel_says_when_a_turn_was_dropped_as_a_duplicate(client: Client) -> None:
+    conversation = store([assistant("c1")])
+
+    html = append(client, conversation, "assistant", call_ids="c1", name="search", content="").text
+
+    assert "every tool call this turn declares is already declared (MEM-2)" in html
+    assert "Nothing new was appended." in html
+
+
+def test_the_preview_shows_the_healing_plan_and_writes_nothing(client: Client) -> None:
+    conversation = crashed()
+
+    response = client.get(f"/c/{conversation.pk}/preview", headers=HX)
+
+    assert "Healed 1 call: c1 after message 1." in response.text
+    conversation.refresh_from_db()
+    assert conversation.message_count == 5
+
+
+def test_every_post_needs_its_csrf_token() -> None:
+    conversation = crashed()
+    client = Client(enforce_csrf_checks=True)
+
+    response = client.post(f"/c/{conversation.pk}/append", {"kind": "user", "user-content": "x"})
+
+    assert response.status_code == 403
