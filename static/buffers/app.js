@@ -27,7 +27,9 @@
   // After any swap that re-rendered a form (with its errors) or the buffer: focus the field
   // that needs attention, or the form the writer used.
   document.body.addEventListener("htmx:afterSettle", function (event) {
-    var target = event.detail.target;
+    // An outerHTML swap leaves event.detail.target detached: find what replaced it.
+    var target = (event.detail.target.id && document.getElementById(event.detail.target.id)) ||
+      event.detail.target;
     var invalid = target.querySelector && target.querySelector(".errors");
     if (invalid && target.matches(".append-form")) {
       var field = target.querySelector("textarea, input:not([type=hidden])");

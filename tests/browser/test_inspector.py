@@ -1,0 +1,154 @@
+"""The inspector in a real browser, under the real CSP, against a live server. Every test
+fails on any console error or CSP violation (tests/browser/conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Dialog, Page, expect
+from pytest_django.live_server_helper import LiveServer
+
+from buffers import services
+from buffers.models import Conversation
+from buffers.transcripts import read_transcript_file
+from tests.buffers import assistant, placeholder, store, user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DEMO = Path(__file__).resolve().parents[2] / "buffers" / "demo"
+
+
+def demo_crash() -> Conversation:
+    [conversation] = services.import_conversations(
+        read_transcript_file(DEMO / "weather-crash.json")
+    )
+    return conversation
+
+
+def mark_page(page: Page) -> None:
+    """Tag this document, so that a test can tell a swap from a reload."""
+    page.evaluate("window.loadedOnce = true")
+
+
+def still_same_page(page: Page) -> bool:
+    return bool(page.evaluate("window.loadedOnce === true"))
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_user_turn_heals_the_demo_crash_in_place_without_a_reload(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = demo_crash()
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(url)
+    expect(page.locator("#m-2")).to_contain_text("unanswered call call_rome")
+    expect(page.locator("#summary")).to_contain_text("1 unanswered call")
+    mark_page(page)
+
+    page.get_by_label("Your turn").fill("Are you still there?")
+    page.get_by_role("button", name="Send user turn").click()
+
+    placeholder_row = page.locator("#m-3")
+    expect(placeholder_row).to_contain_text("synthetic: healed placeholder")
+    expect(placeholder_row).to_contain_text("just inserted")
+    expect(placeholder_row).to_contain_text("Answers call call_rome, declared at message 2")
+    expect(page.locator("#m-4")).to_contain_text("call_paris")  # the buffer carried on after it
+    expect(page.locator("#m-7")).to_contain_text("Are you still there?")
+    expect(page.locator("#summary")).to_contain_text("no unanswered calls")
+    expect(page.locator("#report")).to_contain_text("Healed 1 call: call_rome after message 2.")
+    assert page.url == url
+    assert still_same_page(page)
+    expect(page.get_by_label("Your turn")).to_be_focused()
+    expect(page.get_by_label("Your turn")).to_have_value("")
+
+
+@pytest.mark.rule("MEM-10")
+def test_the_qa_panel_replaces_a_placeholder_in_place(page: Page, live_server: LiveServer) -> None:
+    conversation = store([user("go"), assistant("c1"), placeholder("c1"), user("and?")])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    mark_page(page)
+
+    page.get_by_text("QA panel").click()
+    page.get_by_label("Answers call id").fill("c1")
+    page.get_by_label("Result").fill("Found 3 cats")
+    page.get_by_role("button", name="Append tool result").click()
+
+    replaced = page.locator("#m-2")
+    expect(replaced).to_contain_text("Found 3 cats")
+    expect(replaced).to_contain_text("just replaced")
+    expect(replaced).not_to_contain_text("synthetic")
+    expect(page.locator("article.message")).to_have_count(4)
+    expect(page.locator("#report")).to_contain_text("in place (MEM-10)")
+    assert still_same_page(page)
+
+
+@pytest.mark.rule("MEM-16")
+def test_a_blank_turn_is_refused_in_place(page: Page, live_server: LiveServer) -> None:
+    conversation = demo_crash()
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+
+    page.get_by_label("Your turn").fill("   ")
+    page.get_by_role("button", name="Send user turn").click()
+
+    expect(page.get_by_role("alert")).to_contain_text("not only whitespace")
+    expect(page.get_by_label("Your turn")).to_be_focused()
+    expect(page.locator("article.message")).to_have_count(6)
+
+
+def test_hostile_transcript_content_is_shown_as_text_and_runs_nothing(
+    page: Page, live_server: LiveServer
+) -> None:
+    hostile = [
+        "<script>window.pwned = 1</script>",
+        '<img src=x onerror="window.pwned = 2">',
+        '<a href="javascript:window.pwned=3">click me</a>',
+    ]
+    conversation = store([user(text) for text in hostile], title="<b>bold?</b>")
+    dialogs: list[str] = []
+
+    def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+
+    for index, text in enumerate(hostile):
+        expect(page.locator(f"#m-{index} .text")).to_have_text(text)
+    expect(page.locator("h1")).to_have_text("<b>bold?</b>")
+    assert page.locator("#messages img, #messages script, a[href^='javascript']").count() == 0
+    assert page.evaluate("window.pwned === undefined")
+    assert dialogs == []
+
+
+def test_a_deep_link_into_a_long_buffer_opens_there_and_more_loads_on_scroll(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = store([user(f"message {n}") for n in range(400)])
+
+    page.goto(f"{live_server.url}/c/{conversation.pk}/#m-300")
+
+    expect(page.locator("#m-300")).to_contain_text("message 300")
+    assert "at=300" in page.url
+    expect(page.locator("#m-0")).to_have_count(0)  # the rest of the buffer was not loaded
+    page.locator(".load-later").scroll_into_view_if_needed()
+    expect(page.locator("#m-350")).to_contain_text("message 350")
+
+
+def test_the_list_filter_swaps_the_table_and_pushes_the_url(
+    page: Page, live_server: LiveServer
+) -> None:
+    store([assistant("c1")], title="crashed run")
+    store([user()], title="quiet run")
+    page.goto(f"{live_server.url}/")
+    mark_page(page)
+
+    page.get_by_label("Show").select_option("unanswered")
+
+    expect(page.locator("tbody tr")).to_have_count(1)
+    expect(page.locator("tbody")).to_contain_text("crashed run")
+    expect(page).to_have_url(f"{live_server.url}/?show=unanswered&q=&sort=updated")
+    assert still_same_page(page)
+    page.reload()
+    expect(page.locator("tbody tr")).to_have_count(1)
