@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help setup run test pytest lint format bench conformance clean
+.PHONY: help setup run test pytest lint format bench conformance screenshots clean
 
 help:
 	@echo "make run          set up, migrate, load the demo transcripts, serve on http://127.0.0.1:8000"
@@ -14,6 +14,7 @@ help:
 	@echo "make format       ruff format and fix"
 	@echo "make bench        benchmarks/append.py and api.py (set DATABASE_URL for PostgreSQL)"
 	@echo "make conformance  regenerate docs/conformance.md from the rule markers"
+	@echo "make screenshots  regenerate docs/screenshots/ (needs chromium)"
 
 $(PY):
 	@python="$$(.ci/find-python "$(PYTHON)")" || exit 1; \
@@ -49,9 +50,13 @@ format: setup
 bench: setup
 	$(PY) benchmarks/append.py
 	$(PY) benchmarks/api.py
+	$(PY) benchmarks/pages.py
 
 conformance: setup
 	$(PY) -m tests.conformance --write
+
+screenshots: setup
+	$(PY) docs/make_screenshots.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .test-db-* staticfiles

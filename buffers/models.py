@@ -102,8 +102,10 @@ class Conversation(models.Model):
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["-updated_at", "-id"], name="conversation_recent"),
             models.Index(fields=["-created_at", "-id"], name="conversation_newest"),
-            models.Index(fields=["unanswered_count"], name="conversation_unanswered"),
-            models.Index(fields=["healed_count"], name="conversation_healed"),
+            models.Index(fields=["-unanswered_count", "-id"], name="conversation_unanswered"),
+            models.Index(fields=["-healed_count", "-id"], name="conversation_healed"),
+            models.Index(fields=["-message_count", "-id"], name="conversation_longest"),
+            models.Index(fields=["title", "id"], name="conversation_title"),
         ]
 
     def __str__(self) -> str:

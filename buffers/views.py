@@ -7,10 +7,11 @@ from typing import Any
 
 from django.contrib import messages as flash
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
@@ -41,6 +42,26 @@ SORTS = {
 }
 
 
+class BoundedPaginator(Paginator[Conversation]):
+    """Counts no further than the pages it can show: up to a few past the page asked for.
+    Counting every row of a 100,000-row list on each page view would cost more than the page."""
+
+    def __init__(
+        self, object_list: QuerySet[Conversation], per_page: int, page_asked: str | None
+    ) -> None:
+        super().__init__(object_list, per_page)
+        self.rows = object_list
+        self.count_limit = ((_int(page_asked) or 1) + 5) * per_page
+
+    @cached_property
+    def count(self) -> int:
+        return self.rows[: self.count_limit + 1].count()
+
+    @property
+    def count_is_exact(self) -> bool:
+        return self.count <= self.count_limit
+
+
 def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:
     return value if value in choices else default
 
@@ -65,7 +86,8 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
         conversations = conversations.healed()
     if query:
         conversations = conversations.filter(Q(title__icontains=query) | Q(source__icontains=query))
-    page = Paginator(conversations, PAGE_SIZE).get_page(request.GET.get("page"))
+    page_asked = request.GET.get("page")
+    page = BoundedPaginator(conversations, PAGE_SIZE, page_asked).get_page(page_asked)
     context = {
         "page": page,
         "show": show,

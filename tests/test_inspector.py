@@ -298,3 +298,16 @@ def test_every_post_needs_its_csrf_token() -> None:
     response = client.post(f"/c/{conversation.pk}/append", {"kind": "user", "user-content": "x"})
 
     assert response.status_code == 403
+
+
+def test_the_list_counts_no_further_than_the_pages_it_can_show(client: Client) -> None:
+    """Counting every row of a long list on each view would cost more than the page."""
+    Conversation.objects.bulk_create(Conversation(title=f"run {n}") for n in range(320))
+
+    first = client.get("/").text
+    last = client.get("/?page=7").text
+
+    assert "More than 300 conversations" in first
+    assert "Page 1 of 7+" in first
+    assert "320 conversations" in last
+    assert "Page 7 of 7</span>" in last
