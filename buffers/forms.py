@@ -54,7 +54,11 @@ class AssistantTurnForm(forms.Form):
     call_ids = forms.CharField(label="Declares call ids", max_length=5_000)
     name = forms.CharField(label="Tool name", max_length=200, initial="search")
     content = forms.CharField(
-        label="Text", widget=forms.Textarea(attrs={"rows": 2}), required=False, strip=False
+        label="Text",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        max_length=100_000,
+        strip=False,
     )
 
     def clean_call_ids(self) -> list[str]:

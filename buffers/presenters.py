@@ -64,14 +64,27 @@ class OpenCall:
     declared_at: int
 
 
+MAX_SWAP = 300
+"""The most messages the answer to a write re-renders: the rows the reader has loaded, up to
+this many, ending where the loaded window ends."""
+
+
 @dataclass
 class Window:
-    """Messages ``start`` to ``end`` of a conversation's buffer, ready to show."""
+    """Messages ``start`` to ``end`` of a conversation's buffer, ready to show; and, when the
+    reader's own write landed far below the window, the ``tail`` of the buffer from ``stop``
+    (loading more stops there, so no row is ever shown twice)."""
 
     conversation: Conversation
     start: int
     end: int
     messages: list[MessageView] = field(default_factory=list)
+    stop: int = -1
+    tail: list[MessageView] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.stop < 0:
+            self.stop = self.conversation.message_count
 
     @property
     def has_earlier(self) -> bool:
@@ -79,7 +92,7 @@ class Window:
 
     @property
     def has_later(self) -> bool:
-        return self.end < self.conversation.message_count
+        return self.end < self.stop
 
     @property
     def earlier_start(self) -> int:
@@ -87,7 +100,23 @@ class Window:
 
     @property
     def later_end(self) -> int:
-        return min(self.conversation.message_count, self.end + PAGE)
+        return min(self.stop, self.end + PAGE)
+
+    @property
+    def has_tail(self) -> bool:
+        return self.stop < self.conversation.message_count
+
+    def __contains__(self, index: int) -> bool:
+        return self.start <= index < self.end or self.stop <= index
+
+
+def start_at(conversation: Conversation, at: int | None) -> int:
+    """Where a window opened at message ``at`` starts: a few messages before it, and never so
+    near the end that the page would be short (``at`` past the end opens the last page)."""
+    if at is None:
+        return 0
+    last_page = max(0, conversation.message_count - PAGE)
+    return max(0, min(at - CONTEXT, last_page))
 
 
 def open_calls(conversation: Conversation) -> list[OpenCall]:
@@ -105,33 +134,96 @@ def window(
     start: int,
     end: int,
     *,
+    stop: int | None = None,
     just: Mapping[int, str] | None = None,
     problems: Sequence[OpenCall] = (),
 ) -> Window:
-    """Messages ``start`` to ``end``, each with the findings of the pure core's analysis of
-    that window (from the index: the cost does not grow with the buffer)."""
-    start = max(0, min(start, conversation.message_count))
-    end = max(start, min(end, conversation.message_count))
-    rows = list(selectors.messages_page(conversation, offset=start, limit=max(end - start, 1)))
-    messages = [row.as_core() for row in rows][: end - start]
+    """Messages ``start`` to ``end`` (and the tail from ``stop``, when given), each with the
+    findings of the pure core's analysis of those messages: from the index, so the cost
+    does not grow with the buffer."""
+    count = conversation.message_count
+    stop = count if stop is None else max(0, min(stop, count))
+    start = max(0, min(start, stop))
+    end = max(start, min(end, stop))
+    if end >= stop:  # the window reaches the tail: one contiguous run
+        end, stop = count, count
+    views = _views(conversation, start, end, just or {}, problems)
+    tail = _views(conversation, stop, count, just or {}, problems) if stop < count else []
+    return Window(conversation, start, end, views, stop, tail)
+
+
+def page(conversation: Conversation, start: int, end: int, stop: int | None) -> Window:
+    """A page of messages to add to a window as the reader scrolls; it never runs past
+    ``stop``, where a tail the page already shows begins."""
+    count = conversation.message_count
+    stop = count if stop is None else max(0, min(stop, count))
+    start = max(0, min(start, stop))
+    end = max(start, min(end, stop))
+    views = _views(conversation, start, end, {}, open_calls(conversation))
+    return Window(conversation, start, end, views, stop)
+
+
+def _views(
+    conversation: Conversation,
+    start: int,
+    end: int,
+    just: Mapping[int, str],
+    problems: Sequence[OpenCall],
+) -> list[MessageView]:
+    if end <= start:
+        return []
+    rows = selectors.messages_page(conversation, offset=start, limit=end - start)
+    messages = [row.as_core() for row in rows]
     facts = selectors.window_facts(conversation, messages)
-    findings = healing.analyze_window(messages, start, facts)
     by_index: dict[int, list[healing.Finding]] = {}
-    for finding in findings:
+    for finding in healing.analyze_window(messages, start, facts):
         by_index.setdefault(finding.index, []).append(finding)
     problem_indexes = sorted({p.declared_at for p in problems})
-    views = [
+    return [
         _view(
             index,
             message,
             facts,
             by_index.get(index, []),
-            (just or {}).get(index),
+            just.get(index),
             _next_after(problem_indexes, index),
         )
         for index, message in enumerate(messages, start=start)
     ]
-    return Window(conversation, start, end, views)
+
+
+def after_write(
+    conversation: Conversation,
+    report: healing.AppendReport,
+    *,
+    start: int,
+    end: int,
+    stop: int | None,
+    old_count: int,
+    problems: Sequence[OpenCall] = (),
+) -> Window:
+    """The window the reader had loaded (``start`` to ``end``, and a tail from ``stop``), as it
+    stands after a write: moved by the rows inserted above it, stretched over placeholders
+    healed right after its last row, and with the rows the write appended at the end of the
+    buffer as its tail when the window did not reach that far. At most MAX_SWAP rows."""
+    marks = just_written(report)
+    inserted = sorted(index for index, how in marks.items() if how == "inserted")
+    end = min(end, old_count)
+    reached_end = end >= old_count or stop is not None
+    new_start = shifted(start, inserted)
+    new_end = shifted(end, inserted)
+    for healed in report.healed:
+        if new_start <= healed.declared_at < new_end:
+            new_end = max(new_end, healed.index + 1)
+    old_end_now = shifted(old_count, inserted)  # where the rows appended at the end begin
+    if reached_end and stop is None:
+        new_end, new_stop = conversation.message_count, None
+    elif stop is not None:
+        new_stop = min(shifted(stop, inserted), old_end_now)
+    else:
+        new_stop = old_end_now
+    new_start = max(new_start, new_end - MAX_SWAP)
+    return window(conversation, new_start, new_end, stop=new_stop, just=marks, problems=problems)
 
 
 def _next_after(indexes: Sequence[int], index: int) -> int | None:

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages as flash
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -51,7 +51,8 @@ class BoundedPaginator(Paginator[Conversation]):
     ) -> None:
         super().__init__(object_list, per_page)
         self.rows = object_list
-        self.count_limit = ((_int(page_asked) or 1) + 5) * per_page
+        page = min(_int(page_asked) or 1, 10**9)  # beyond any real list, and no overflow
+        self.count_limit = (page + 5) * per_page
 
     @cached_property
     def count(self) -> int:
@@ -105,8 +106,7 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_safe
 def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     conversation = get_object_or_404(Conversation, pk=pk)
-    at = _int(request.GET.get("at"))
-    start = max(0, at - presenters.CONTEXT) if at is not None else 0
+    start = presenters.start_at(conversation, _int(request.GET.get("at")))
     just = {
         index: "inserted"
         for index in (_int(i) for i in request.GET.get("just", "").split(","))
@@ -120,23 +120,29 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "buffers/conversation_detail.html",
-        _page_context(conversation, start, start + presenters.PAGE, just, preview=preview),
+        _page_context(conversation, start, start + presenters.PAGE, just=just, preview=preview),
     )
 
 
 @require_safe
 def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """A page of messages before or after the window, for htmx to add as the reader scrolls."""
+    """A page of messages before or after the window, for htmx to add as the reader scrolls.
+    Loading later pages stops at ``stop``, where a tail shown after a write begins."""
     conversation = get_object_or_404(Conversation, pk=pk)
     start = _int(request.GET.get("start")) or 0
-    end = _int(request.GET.get("end")) or start + presenters.PAGE
+    stop = _int(request.GET.get("stop"))
+    end = min(_int(request.GET.get("end")) or start + presenters.PAGE, start + presenters.PAGE)
     window_start = _int(request.GET.get("window_start"))
-    window_end = _int(request.GET.get("window_end"))
-    context = _page_context(conversation, start, min(end, start + presenters.PAGE), {})
+    window_end = _int(request.GET.get("window_end")) or 0
     earlier = window_start is not None and start < window_start
+    window = presenters.page(conversation, start, end, stop)
+    context = _page_context(conversation, window=window)
     context["direction"] = "earlier" if earlier else "later"
     context["range_start"] = min(start, window_start if window_start is not None else start)
-    context["range_end"] = max(context["window"].end, window_end or 0)
+    context["range_end"] = max(context["window"].end, window_end)
+    context["range_stop"] = stop if stop is not None and stop > context["range_end"] else None
+    if stop is not None and context["range_end"] >= stop:  # met the tail: one run to the end
+        context["range_end"] = conversation.message_count
     context["oob"] = True
     return render(request, "buffers/conversation_detail.html#messages-page", context)
 
@@ -165,7 +171,9 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Append what a form describes (a user turn, or from the QA panel a tool result or an
     assistant turn) through the one service; show what the rules did, in place."""
     conversation = get_object_or_404(Conversation, pk=pk)
-    kind = _choice(request.POST.get("kind"), FORMS, "user")
+    kind = request.POST.get("kind", "")
+    if kind not in FORMS:
+        return HttpResponseBadRequest(f"Unknown kind of message {kind!r}.")
     form = FORMS[kind](request.POST, prefix=kind)
     batch: list[healing.Message] = []
     if form.is_valid():
@@ -177,27 +185,38 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _form_errors(request, conversation, kind, form)
 
-    report = services.append_messages(conversation_id=pk, messages=batch, via="inspector")
+    old_count = conversation.message_count
+    try:
+        report = services.append_messages(conversation_id=pk, messages=batch, via="inspector")
+    except services.ConversationNotFound:
+        raise Http404 from None
+    except services.BufferBusy as busy:
+        return HttpResponse(
+            f"{busy} Try again in a moment.", status=503, headers={"Retry-After": "5"}
+        )
     sentences = presenters.report_sentences(report, kind)
-    marks = presenters.just_written(report)
     if not request.htmx:
         for sentence in sentences:
             flash.info(request, sentence)
-        first = min(marks, default=report.count - 1)
+        marks = presenters.just_written(report)
+        landed = max((o.index for o in report.outcomes if o.index is not None), default=None)
+        at = landed if landed is not None else min(marks, default=report.count - 1)
         just = ",".join(str(i) for i in sorted(marks))
         url = reverse("buffers:conversation", args=[pk])
-        return redirect(f"{url}?at={first}&just={just}#m-{first}")
+        return redirect(f"{url}?at={at}&just={just}#m-{at}")
 
     conversation.refresh_from_db()
-    inserted = [index for index, how in marks.items() if how == "inserted"]
-    start = presenters.shifted(_int(request.POST.get("window_start")) or 0, inserted)
-    old_end = _int(request.POST.get("window_end")) or 0
-    end = (
-        conversation.message_count
-        if old_end >= report.count - len(inserted)
-        else presenters.shifted(old_end, inserted)
+    problems = presenters.open_calls(conversation)
+    window = presenters.after_write(
+        conversation,
+        report,
+        start=_int(request.POST.get("window_start")) or 0,
+        end=_int(request.POST.get("window_end")) or 0,
+        stop=_int(request.POST.get("window_stop")),
+        old_count=old_count,
+        problems=problems,
     )
-    context = _page_context(conversation, start, end, marks)
+    context = _page_context(conversation, window=window, problems=problems)
     context["report"] = sentences
     context["oob"] = True
     return render(request, "buffers/conversation_detail.html#after-append", context)
@@ -213,25 +232,36 @@ def _form_errors(
             {"conversation": conversation, f"{kind}_form": form},
         )
         return reswap(retarget(response, f"#{kind}-form"), "outerHTML")
-    context = _page_context(conversation, 0, presenters.PAGE, {})
+    start = _int(request.POST.get("at")) or 0
+    context = _page_context(conversation, start, start + presenters.PAGE)
     context[f"{kind}_form"] = form
+    context["qa_open"] = kind != "user"
     return render(request, "buffers/conversation_detail.html", context, status=422)
 
 
 def _page_context(
     conversation: Conversation,
-    start: int,
-    end: int,
-    just: dict[int, str],
+    start: int = 0,
+    end: int = 0,
+    *,
+    stop: int | None = None,
+    just: dict[int, str] | None = None,
     preview: list[str] | None = None,
+    window: presenters.Window | None = None,
+    problems: list[presenters.OpenCall] | None = None,
 ) -> dict[str, Any]:
-    problems = presenters.open_calls(conversation)
-    window = presenters.window(conversation, start, end, just=just, problems=problems)
+    if problems is None:
+        problems = presenters.open_calls(conversation)
+    if window is None:
+        window = presenters.window(
+            conversation, start, end, stop=stop, just=just, problems=problems
+        )
     return {
         "conversation": conversation,
         "window": window,
         "range_start": window.start,
         "range_end": window.end,
+        "range_stop": window.stop if window.has_tail else None,
         "problems": problems,
         "preview": preview,
         "user_form": TurnForm(prefix="user"),

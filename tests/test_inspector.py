@@ -235,7 +235,7 @@ def test_without_javascript_a_turn_posts_redirects_and_shows_what_happened(
     response = append(client, conversation, "user", htmx=False, content="still there?")
 
     assert response.status_code == 302
-    assert response["Location"] == f"/c/{conversation.pk}/?at=2&just=2,6#m-2"
+    assert response["Location"] == f"/c/{conversation.pk}/?at=6&just=2,6#m-6"
     html = client.get(response["Location"]).text
     assert "Healed 1 call: c1 after message 1." in html
     assert "just inserted" in article(html, 2)
@@ -311,3 +311,131 @@ def test_the_list_counts_no_further_than_the_pages_it_can_show(client: Client) -
     assert "Page 1 of 7+" in first
     assert "320 conversations" in last
     assert "Page 7 of 7</span>" in last
+
+
+# From the review of the inspector: windows that do not start at 0 or reach the end.
+
+
+def long_crash(settings: Any) -> Conversation:
+    """400 messages; the call declared at message 244 was never answered."""
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    messages = [user(f"m{n}") for n in range(400)]
+    messages[244] = assistant("c244")
+    return store(messages)
+
+
+def append_in_window(
+    client: Client, conversation: Conversation, start: int, end: int, stop: int | str = ""
+) -> str:
+    data = {"kind": "user", "user-content": "still there?", "window_start": start,
+            "window_end": end, "window_stop": stop}  # fmt: skip
+    response = client.post(f"/c/{conversation.pk}/append", data, headers=HX)
+    assert response.status_code == 200
+    return response.text
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_turn_sent_mid_buffer_shows_the_placeholder_in_place_and_the_turn_at_the_end(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = client.get(f"/c/{conversation.pk}/?at=200").text
+    assert article_ids(page) == list(range(195, 245))
+
+    html = append_in_window(client, conversation, 195, 245)
+
+    shown = article_ids(html)
+    assert shown == [*range(195, 246), 401]
+    assert len(shown) == len(set(shown))
+    assert "just inserted" in article(html, 245)
+    assert "synthetic: healed placeholder" in article(html, 245)
+    assert "still there?" in article(html, 401)
+    assert "just inserted" in article(html, 401)
+    assert "The end of the buffer:" in html
+    assert "start=246&amp;end=296&amp;stop=401" in html
+    assert 'name="window_stop" value="401"' in html
+
+
+def test_loading_more_stops_where_the_tail_begins(client: Client, settings: Any) -> None:
+    conversation = long_crash(settings)
+    append_in_window(client, conversation, 195, 245)
+
+    last = client.get(
+        f"/c/{conversation.pk}/messages?start=396&end=446&stop=401"
+        "&window_start=195&window_end=396&window_stop=401",
+        headers=HX,
+    ).text
+
+    assert article_ids(last) == list(range(396, 401))
+    assert "load-later" not in last
+
+
+def test_a_second_turn_keeps_the_tail_and_moves_it_by_what_was_inserted_above(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    append_in_window(client, conversation, 195, 245)
+
+    html = append_in_window(client, conversation, 195, 246, stop=401)
+
+    assert article_ids(html) == [*range(195, 246), 401, 402]
+    assert "just inserted" in article(html, 402)
+
+
+def test_the_answer_to_a_write_re_renders_a_bounded_number_of_rows(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+
+    html = append_in_window(client, conversation, 0, 10**12)
+
+    assert len(article_ids(html)) <= presenters.MAX_SWAP
+    assert article_ids(html)[-1] == 401
+
+
+def test_a_write_empties_a_preview_that_is_no_longer_true(client: Client) -> None:
+    conversation = crashed()
+
+    html = append(client, conversation, "user", content="still there?").text
+
+    assert '<div id="preview" class="preview" aria-live="polite" hx-swap-oob="innerHTML">' in html
+    assert "A user turn now would" not in html
+
+
+@pytest.mark.parametrize(
+    ("query", "expected_first"),
+    [("?at=99999", 350), ("?at=-1", 0), ("?at=abc", 0), ("?at=398", 350)],
+)
+def test_a_deep_link_past_the_end_or_nonsense_opens_a_full_page(
+    client: Client, settings: Any, query: str, expected_first: int
+) -> None:
+    conversation = long_crash(settings)
+
+    shown = article_ids(client.get(f"/c/{conversation.pk}/{query}").text)
+
+    assert shown[0] == expected_first
+    assert len(shown) == presenters.PAGE
+
+
+def test_an_absurd_page_number_is_not_a_500(client: Client) -> None:
+    assert client.get("/?page=184467440737095516").status_code == 200
+
+
+def test_an_unknown_kind_of_message_is_refused(client: Client) -> None:
+    conversation = crashed()
+
+    response = client.post(f"/c/{conversation.pk}/append", {"kind": "bogus", "user-content": "x"})
+
+    assert response.status_code == 400
+    conversation.refresh_from_db()
+    assert conversation.message_count == 5
+
+
+def test_without_javascript_a_qa_error_opens_the_qa_panel(client: Client) -> None:
+    conversation = crashed()
+
+    response = append(client, conversation, "tool", htmx=False, tool_call_id="", content="x")
+
+    assert response.status_code == 422
+    assert '<details class="qa" id="qa" open>' in response.text
+    assert 'id="id_tool-tool_call_id_error"' in response.text

@@ -13,6 +13,6 @@ def message_href(window: Window, index: int | None) -> str:
     opens there (a deep link into a long buffer loads only the window around it)."""
     if index is None:
         return ""
-    if window.start <= index < window.end:
+    if index in window:
         return f"#m-{index}"
     return f"?at={index}#m-{index}"

@@ -16,30 +16,61 @@
   window.addEventListener("hashchange", openLinkedMessage);
   document.addEventListener("DOMContentLoaded", openLinkedMessage);
 
-  // After a form appended something: empty it and keep the writer's place in it.
+  function isAppendForm(element) {
+    return Boolean(element && element.matches && element.matches(".append-form"));
+  }
+
+  function firstField(form) {
+    return form.querySelector("textarea, input:not([type=hidden])");
+  }
+
+  // After a form appended something: empty it, keep the writer's place in it.
   document.body.addEventListener("htmx:afterRequest", function (event) {
-    var form = event.detail.elt;
-    if (form.classList && form.classList.contains("append-form") && event.detail.successful) {
-      form.reset();
+    if (isAppendForm(event.detail.elt) && event.detail.successful) {
+      event.detail.elt.reset();
     }
   });
 
-  // After any swap that re-rendered a form (with its errors) or the buffer: focus the field
-  // that needs attention, or the form the writer used.
   document.body.addEventListener("htmx:afterSettle", function (event) {
+    if (!event.detail.target) {
+      return; // a history restore: nothing was sent
+    }
     // An outerHTML swap leaves event.detail.target detached: find what replaced it.
     var target = (event.detail.target.id && document.getElementById(event.detail.target.id)) ||
       event.detail.target;
-    var invalid = target.querySelector && target.querySelector(".errors");
-    if (invalid && target.matches(".append-form")) {
-      var field = target.querySelector("textarea, input:not([type=hidden])");
-      if (field) field.focus();
+    if (isAppendForm(target) && target.querySelector(".errors")) {
+      var invalid = firstField(target);
+      if (invalid) invalid.focus();
       return;
     }
     var used = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (used && used.matches && used.matches(".append-form")) {
-      var first = used.querySelector("textarea, input:not([type=hidden])");
-      if (first) first.focus();
+    if (isAppendForm(used)) {
+      // Show the last row the write touched (the writer's own turn, usually), then hand
+      // the focus back to the form.
+      var touched = document.querySelectorAll("#messages .just-inserted, #messages .just-replaced");
+      if (touched.length) touched[touched.length - 1].scrollIntoView({block: "nearest"});
+      var field = firstField(used);
+      if (field) field.focus({preventScroll: true});
     }
   });
+
+  // A write the server refused or could not take (a stale CSRF token, a busy buffer, a
+  // lost connection): say so where reports go, instead of failing silently.
+  function reportFailure(event) {
+    if (!isAppendForm(event.detail.elt)) return;
+    var report = document.getElementById("report");
+    if (!report) return;
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    var line = document.createElement("li");
+    line.textContent = status === 403
+      ? "The page is out of date (its security token expired). Reload it and try again; nothing was written."
+      : status === 503
+        ? "The conversation is busy. Try again in a moment; nothing was written."
+        : "The server could not take this (" + (status || "no connection") + "); nothing was written.";
+    var list = document.createElement("ul");
+    list.appendChild(line);
+    report.replaceChildren(list);
+  }
+  document.body.addEventListener("htmx:responseError", reportFailure);
+  document.body.addEventListener("htmx:sendError", reportFailure);
 })();

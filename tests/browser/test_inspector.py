@@ -152,3 +152,60 @@ def test_the_list_filter_swaps_the_table_and_pushes_the_url(
     assert still_same_page(page)
     page.reload()
     expect(page.locator("tbody tr")).to_have_count(1)
+
+
+def test_going_back_after_a_filter_restores_the_list_without_errors(
+    page: Page, live_server: LiveServer
+) -> None:
+    store([assistant("c1")], title="crashed run")
+    store([user()], title="quiet run")
+    page.goto(f"{live_server.url}/")
+    page.get_by_label("Show").select_option("unanswered")
+    expect(page.locator("tbody tr")).to_have_count(1)
+
+    page.go_back()
+
+    expect(page.locator("tbody tr")).to_have_count(2)
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_turn_sent_mid_buffer_shows_the_placeholder_and_brings_the_turn_into_view(
+    page: Page, live_server: LiveServer
+) -> None:
+    messages = [user(f"message {n}") for n in range(400)]
+    messages[244] = assistant("c244")
+    conversation = store(messages)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=240#m-244")
+
+    page.get_by_label("Your turn").fill("Still there?")
+    page.get_by_role("button", name="Send user turn").click()
+
+    expect(page.locator("#m-245")).to_contain_text("synthetic: healed placeholder")
+    expect(page.locator("#m-401")).to_contain_text("Still there?")
+    expect(page.locator("#m-401")).to_be_in_viewport()
+    expect(page.get_by_label("Your turn")).to_be_focused()
+
+
+def test_the_gap_above_a_tail_loads_on_a_click_and_keeps_the_rows_in_order(
+    page: Page, live_server: LiveServer
+) -> None:
+    messages = [user(f"message {n}") for n in range(120)]
+    messages[60] = assistant("c60")
+    conversation = store(messages)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=58#m-60")
+    page.get_by_label("Your turn").fill("Still there?")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#m-121")).to_be_in_viewport()
+
+    page.get_by_role("link", name="Load more messages (104 to 120 not shown)").click()
+
+    expect(page.locator("#m-120")).to_be_attached()
+    expect(page.get_by_role("link", name="Load more messages")).to_have_count(0)
+    ids = page.locator("#messages article").evaluate_all("rows => rows.map(r => r.id)")
+    assert ids == [f"m-{n}" for n in range(53, 122)]
+
+    page.get_by_label("Your turn").fill("And now?")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#m-122")).to_contain_text("And now?")
+    ids = page.locator("#messages article").evaluate_all("rows => rows.map(r => r.id)")
+    assert ids == [f"m-{n}" for n in range(53, 123)]
