@@ -152,14 +152,20 @@ def window(
     return Window(conversation, start, end, views, stop, tail)
 
 
-def page(conversation: Conversation, start: int, end: int, stop: int | None) -> Window:
+def page(
+    conversation: Conversation,
+    start: int,
+    end: int,
+    stop: int | None,
+    problems: Sequence[OpenCall],
+) -> Window:
     """A page of messages to add to a window as the reader scrolls; it never runs past
     ``stop``, where a tail the page already shows begins."""
     count = conversation.message_count
     stop = count if stop is None else max(0, min(stop, count))
     start = max(0, min(start, stop))
     end = max(start, min(end, stop))
-    views = _views(conversation, start, end, {}, open_calls(conversation))
+    views = _views(conversation, start, end, {}, problems)
     return Window(conversation, start, end, views, stop)
 
 
@@ -209,19 +215,18 @@ def after_write(
     marks = just_written(report)
     inserted = sorted(index for index, how in marks.items() if how == "inserted")
     end = min(end, old_count)
-    reached_end = end >= old_count or stop is not None
     new_start = shifted(start, inserted)
     new_end = shifted(end, inserted)
     for healed in report.healed:
         if new_start <= healed.declared_at < new_end:
             new_end = max(new_end, healed.index + 1)
-    old_end_now = shifted(old_count, inserted)  # where the rows appended at the end begin
-    if reached_end and stop is None:
+    new_stop: int | None
+    if stop is not None:  # a tail was shown: it keeps its place and takes the new rows
+        new_stop = shifted(stop, inserted)
+    elif end >= old_count:  # the window reached the end: it runs on to the new end
         new_end, new_stop = conversation.message_count, None
-    elif stop is not None:
-        new_stop = min(shifted(stop, inserted), old_end_now)
-    else:
-        new_stop = old_end_now
+    else:  # the rows appended at the end become a tail
+        new_stop = shifted(old_count, inserted)
     new_start = max(new_start, new_end - MAX_SWAP)
     return window(conversation, new_start, new_end, stop=new_stop, just=marks, problems=problems)
 

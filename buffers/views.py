@@ -135,8 +135,9 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     window_start = _int(request.GET.get("window_start"))
     window_end = _int(request.GET.get("window_end")) or 0
     earlier = window_start is not None and start < window_start
-    window = presenters.page(conversation, start, end, stop)
-    context = _page_context(conversation, window=window)
+    problems = presenters.open_calls(conversation)
+    window = presenters.page(conversation, start, end, stop, problems)
+    context = _page_context(conversation, window=window, problems=problems)
     context["direction"] = "earlier" if earlier else "later"
     context["range_start"] = min(start, window_start if window_start is not None else start)
     context["range_end"] = max(context["window"].end, window_end)
@@ -151,9 +152,9 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def conversation_preview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """What a user turn would do now: the healing plan, nothing written."""
     conversation = get_object_or_404(Conversation, pk=pk)
-    sentences = presenters.report_sentences(_preview(conversation), "user")
     if not request.htmx:
         return redirect(f"{reverse('buffers:conversation', args=[pk])}?preview=1#preview")
+    sentences = presenters.report_sentences(_preview(conversation), "user")
     return render(
         request,
         "buffers/conversation_detail.html#preview",

@@ -65,6 +65,7 @@ class ApiBuffer:
         )
         assert created.status_code == 201, created.content
         self.url = created["Location"]
+        self.conversation = Conversation.objects.get(pk=created.json()["id"])
 
     def append(self, batch: list[dict[str, Any]]) -> healing.AppendReport:
         answer = self.client.post(

@@ -66,11 +66,9 @@ def _through_the_api(item: pytest.Item) -> bool:
     """Whether a test drives the storage API over HTTP: the API's own test modules, and
     the tests run once per engine in the run that uses ApiBuffer."""
     callspec = getattr(item, "callspec", None)
-    engine = callspec.params.get("make_buffer") if callspec else None
-    return (
-        item.path.name.startswith("test_api")
-        or getattr(engine, "engine", None) == "api"
-        or "through_the_api" in item.name
+    engines = callspec.params.values() if callspec else ()
+    return item.path.name.startswith("test_api") or any(
+        getattr(engine, "engine", None) == "api" for engine in engines
     )
 
 

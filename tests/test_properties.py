@@ -156,37 +156,19 @@ def test_a_batch_does_what_its_messages_do_one_append_at_a_time(
 @pytest.mark.rule("MEM-10")
 @pytest.mark.rule("MEM-14")
 @pytest.mark.django_db
-@hypothesis_settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("engine", [StoredBuffer, ApiBuffer], ids=["service", "api"])
+@hypothesis_settings(max_examples=45, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(buffer=buffers, batches=st.lists(batches, min_size=1, max_size=3))
-def test_the_service_and_the_planner_give_the_same_buffer_and_report(
-    buffer: list[Any], batches: list[list[Any]]
+def test_random_batches_give_the_planners_buffer_and_report_through_service_and_api(
+    engine: type[StoredBuffer | ApiBuffer], buffer: list[Any], batches: list[list[Any]]
 ) -> None:
     with override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3):
-        pure, stored = PureBuffer(buffer), StoredBuffer(buffer)
+        pure, stored = PureBuffer(buffer), engine(buffer)
 
         for batch in batches:
             assert stored.append(batch) == pure.append(batch)
             assert stored.stored() == pure.stored()
             assert_consistent(stored.conversation)
-
-
-@pytest.mark.rule("MEM-1")
-@pytest.mark.rule("MEM-2")
-@pytest.mark.rule("MEM-3")
-@pytest.mark.rule("MEM-10")
-@pytest.mark.rule("MEM-14")
-@pytest.mark.django_db
-@hypothesis_settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(buffer=buffers, batches=st.lists(batches, min_size=1, max_size=3))
-def test_random_batches_through_the_api_give_the_planners_buffer_and_report(
-    buffer: list[Any], batches: list[list[Any]]
-) -> None:
-    with override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3):
-        pure, api = PureBuffer(buffer), ApiBuffer(buffer)
-
-        for batch in batches:
-            assert api.append(batch) == pure.append(batch)
-            assert api.stored() == pure.stored()
 
 
 @pytest.mark.django_db

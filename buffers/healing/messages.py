@@ -158,14 +158,7 @@ def _call_id(value: object) -> object:
     return value
 
 
-def _storable(value: str) -> str:
-    problem = json_problem(value)
-    if problem:
-        raise PydanticCustomError("storable", problem)
-    return value
-
-
-StorableText = Annotated[str, AfterValidator(_storable)]
+StorableText = Annotated[str, AfterValidator(_json)]
 """Text both databases can store: no U+0000, no lone surrogate."""
 
 Content = Annotated[str | list[JsonValue] | dict[str, JsonValue] | None, BeforeValidator(_json)]
