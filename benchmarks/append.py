@@ -96,7 +96,7 @@ def timed(work: Callable[[], Any]) -> tuple[float, int]:
 
 def store(messages: list[healing.Message], title: str) -> Conversation:
     [conversation] = services.import_conversations(
-        [services.ConversationIn(messages=messages, title=title)]
+        [services.ConversationIn(messages=messages, title=title)], via="bench"
     )
     return conversation
 
@@ -104,7 +104,7 @@ def store(messages: list[healing.Message], title: str) -> Conversation:
 def import_file(path: Path) -> tuple[Conversation, float]:
     """What ``import_transcripts`` does with a file: read, validate, store. Timed whole."""
     start = time.perf_counter()
-    [conversation] = services.import_conversations(read_transcript_file(path))
+    [conversation] = services.import_conversations(read_transcript_file(path), via="bench")
     return conversation, time.perf_counter() - start
 
 

@@ -381,7 +381,9 @@ def create_conversation(
                 source=payload.source or "api",
                 origin="",
             )
-        ]
+        ],
+        via="api",
+        by=request.user,
     )
     response["Location"] = reverse("api:conversation", kwargs={"conversation_id": conversation.pk})
     return Status(201, {"id": conversation.pk, "count": conversation.message_count})
@@ -432,7 +434,7 @@ def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) ->
     at a time; a refused batch writes nothing. Indexes are positions in the resulting buffer."""
     messages = healing.parse_messages(batch.messages, appendable=True)
     report = services.append_messages(
-        conversation_id=_storable_id(conversation_id), messages=messages, via="api"
+        conversation_id=_storable_id(conversation_id), messages=messages, via="api", by=request.user
     )
     return {
         "count": report.count,

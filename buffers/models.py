@@ -69,6 +69,14 @@ class Conversation(models.Model):
         max_length=100, blank=True, default="", help_text='Empty for the "global" scope.'
     )
     key = models.CharField(max_length=200, default=new_key)
+    source_format = models.CharField(
+        max_length=30, blank=True, help_text="The format it was imported from, if any."
+    )
+    metadata = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the imported document held beside its messages (model, tools...).",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -214,3 +222,55 @@ class DeclaredCall(models.Model):
 
     def __str__(self) -> str:
         return self.call_id
+
+
+class Action(models.TextChoices):
+    APPEND = "append", "append"
+    HEAL = "heal", "heal"
+    IMPORT = "import", "import"
+    EDIT = "edit", "edit"
+    DELETE = "delete", "delete"
+
+
+class BufferChange(models.Model):
+    """One write to a buffer, in the repair journal: who, when, through which entry point,
+    and what changed. ``rows`` lists each message the write touched, by its index at the
+    time, and keeps the old message of every row it replaced, edited or deleted, so that
+    nothing a write removes is lost (docs/decisions.md, "The repair journal")::
+
+        [{"change": "inserted", "index": 4, "role": "tool", "call_id": "c1", "healed": true},
+         {"change": "replaced", "index": 2, "old": {...}, "new": {...}},
+         {"change": "deleted", "index": 7, "old": {...}}]
+
+    An import records its message count, not one row per message.
+    """
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.DB_CASCADE, related_name="changes"
+    )
+    at = models.DateTimeField(default=timezone.now, editable=False)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DB_SET_NULL,
+        related_name="buffer_changes",
+    )
+    actor_name = models.CharField(
+        max_length=200, blank=True, help_text="Who, as named when the change was made."
+    )
+    via = models.CharField(max_length=40, help_text="The entry point: inspector, api, admin...")
+    action = models.CharField(max_length=10, choices=Action)
+    reason = models.TextField(blank=True)
+    version = models.BigIntegerField(help_text="The conversation's version after this change.")
+    message_count = models.IntegerField(help_text="How many messages the buffer held after.")
+    rows = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-at", "-id"]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["conversation", "-at", "-id"], name="change_history"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} via {self.via} at {self.at:%Y-%m-%d %H:%M:%S}"

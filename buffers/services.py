@@ -10,18 +10,20 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import batched
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import OperationalError, connection, models, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from . import healing
-from .models import Block, Conversation, DeclaredCall, Message, Scope
+from .models import Action, Block, BufferChange, Conversation, DeclaredCall, Message, Scope
 
 log = logging.getLogger("buffers")
 
@@ -42,6 +44,11 @@ class BufferBusy(RuntimeError):
     docs/decisions.md)."""
 
 
+type Actor = AbstractBaseUser | AnonymousUser | str | None
+"""Who writes, for the repair journal: a user (anonymous counts as nobody), or a name for a
+writer with no account (``"alice (shell)"`` for a management command)."""
+
+
 @dataclass(frozen=True)
 class ConversationIn:
     """A conversation to store verbatim: what an import file or the API hands over."""
@@ -54,13 +61,46 @@ class ConversationIn:
     scope_id: str = ""
     origin: str | None = None
     """Where it came from, for errors (``line 3: conversation``); else its place in the batch."""
+    source_format: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """What a provider document held beside its messages (model, tools...)."""
+
+
+@dataclass(frozen=True)
+class Writer:
+    """A write as the journal records it: through which entry point, by whom, and why."""
+
+    via: str
+    by: Actor
+    action: Action
+    reason: str = ""
+
+    def record(
+        self, conversation: Conversation, *, version: int, message_count: int, rows: list[Any]
+    ) -> BufferChange:
+        user = cast(User | None, self.by if isinstance(self.by, AbstractBaseUser) else None)
+        if user is not None:
+            name = user.get_username()
+        else:
+            name = self.by if isinstance(self.by, str) else ""
+        return BufferChange.objects.create(
+            conversation=conversation,
+            actor=user,
+            actor_name=name,
+            via=self.via,
+            action=self.action,
+            reason=self.reason,
+            version=version,
+            message_count=message_count,
+            rows=rows,
+        )
 
 
 # Appending under the rules.
 
 
 def append_messages(
-    *, conversation_id: int, messages: Sequence[healing.Message], via: str
+    *, conversation_id: int, messages: Sequence[healing.Message], via: str, by: Actor = None
 ) -> healing.AppendReport:
     """Append a batch under MEM-1, 2, 3, 10, 11 and 14; return what happened (MEM-14).
 
@@ -82,10 +122,34 @@ def append_messages(
     def append(conversation: Conversation) -> healing.AppendReport:
         facts, stored = _load_facts(conversation, messages)
         plan = healing.plan_append(facts, messages)
-        _apply(conversation, plan, stored)
+        _apply(conversation, plan, stored, Writer(via, by, Action.APPEND))
         return plan.report
 
     return with_buffer_lock(conversation_id, via, append)
+
+
+def heal_conversation(
+    *, conversation_id: int, via: str, by: Actor = None, reason: str = ""
+) -> healing.AppendReport:
+    """An explicit repair: a placeholder for every unanswered call, placed as a user turn's
+    healing places them (MEM-3), with no turn appended. MEM-3 heals only when a user turn
+    arrives; this runs the same procedure on an operator's request (docs/decisions.md,
+    "Admin repair"). Returns the report: ``healed`` says what went where."""
+
+    def heal(conversation: Conversation) -> healing.AppendReport:
+        facts, stored = _load_facts(conversation, (), open_calls=True)
+        plan = healing.plan_heal(facts)
+        _apply(conversation, plan, stored, Writer(via, by, Action.HEAL, reason))
+        return plan.report
+
+    return with_buffer_lock(conversation_id, via, heal)
+
+
+def preview_heal(*, conversation_id: int) -> healing.AppendReport:
+    """What ``heal_conversation`` would do now, with nothing written."""
+    conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    facts, _ = _load_facts(conversation, (), open_calls=True)
+    return healing.plan_heal(facts).report
 
 
 def preview_append(
@@ -96,6 +160,126 @@ def preview_append(
     conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
     facts, _ = _load_facts(conversation, messages)
     return healing.plan_append(facts, messages).report
+
+
+# The admin tier (MEM-15): editing and deleting one message.
+
+
+def edit_message(
+    *,
+    conversation_id: int,
+    index: int,
+    message: healing.Message,
+    via: str,
+    by: Actor,
+    reason: str = "",
+) -> healing.Message:
+    """Overwrite the message at ``index`` verbatim (no rule applies: this is the admin tier,
+    MEM-15) and bring the buffer's index and counters along. The journal keeps the old
+    message; it is also returned."""
+
+    def edit(conversation: Conversation) -> healing.Message:
+        row = _message_at(conversation, index)
+        old = row.as_core()
+        Message.objects.filter(pk=row.pk).update(
+            role=message.role,
+            content=message.content,
+            metadata=message.metadata,
+            answers_call_id=healing.result_call_id(message),
+            is_placeholder=healing.is_placeholder(message),
+        )
+        _reindex(conversation)
+        Writer(via, by, Action.EDIT, reason).record(
+            conversation,
+            version=conversation.version + 1,
+            message_count=conversation.message_count,
+            rows=[
+                {
+                    "change": "edited",
+                    "index": index,
+                    "old": old.as_stored(),
+                    "new": message.as_stored(),
+                }
+            ],
+        )
+        return old
+
+    return with_buffer_lock(conversation_id, via, edit)
+
+
+def delete_message(
+    *, conversation_id: int, index: int, via: str, by: Actor, reason: str = ""
+) -> healing.Message:
+    """Remove the message at ``index``; the later ones move up by one. The journal keeps
+    the deleted message; it is also returned."""
+
+    def delete(conversation: Conversation) -> healing.Message:
+        row = _message_at(conversation, index)
+        old = row.as_core()
+        block = row.block
+        row.delete()
+        # Slots and starts are unique: through negative values and back, as in _make_room.
+        Message.objects.filter(block=block, slot__gt=row.slot).update(slot=-F("slot"))
+        Message.objects.filter(block=block, slot__lt=0).update(slot=-F("slot") - 1)
+        if block.size == 1:
+            block.delete()
+        else:
+            Block.objects.filter(pk=block.pk).update(size=F("size") - 1)
+        later = Block.objects.filter(conversation=conversation, start__gt=block.start)
+        later.update(start=-F("start"))
+        Block.objects.filter(conversation=conversation, start__lt=0).update(start=-F("start") - 1)
+        _reindex(conversation)
+        Writer(via, by, Action.DELETE, reason).record(
+            conversation,
+            version=conversation.version + 1,
+            message_count=conversation.message_count - 1,
+            rows=[{"change": "deleted", "index": index, "old": old.as_stored()}],
+        )
+        return old
+
+    return with_buffer_lock(conversation_id, via, delete)
+
+
+def _message_at(conversation: Conversation, index: int) -> Message:
+    if not 0 <= index < conversation.message_count:
+        raise healing.InvalidInput(
+            [
+                healing.Problem(
+                    "index",
+                    f"conversation {conversation.pk} holds {conversation.message_count} "
+                    f"messages; there is no message {index}",
+                )
+            ]
+        )
+    return (
+        Message.objects.select_related("block")
+        .filter(conversation=conversation, block__start__lte=index)
+        .order_by("-block__start")
+        .filter(slot=index - F("block__start"))
+        .get()
+    )
+
+
+def _reindex(conversation: Conversation) -> None:
+    """After an admin edit or delete: the declared-call index and the counters from the
+    whole buffer, as an import computes them, and a new version. Linear in the buffer: the
+    admin tier is rare, and this keeps one way of deriving them."""
+    rows = list(
+        Message.objects.filter(conversation=conversation)
+        .in_buffer_order()
+        .values_list("pk", "role", "content", "metadata")
+    )
+    messages = [
+        healing.Message.model_construct(
+            role=cast(healing.Role, role), content=content, metadata=metadata
+        )
+        for _, role, content, metadata in rows
+    ]
+    DeclaredCall.objects.filter(conversation=conversation).delete()
+    _index_calls(conversation, healing.index_buffer(messages), [pk for pk, *_ in rows], len(rows))
+    Conversation.objects.filter(pk=conversation.pk).update(
+        version=F("version") + 1, updated_at=timezone.now()
+    )
 
 
 class _StaleBuffer(Exception):
@@ -232,9 +416,10 @@ class _Stored:
 
 
 def _load_facts(
-    conversation: Conversation, batch: Sequence[healing.Message]
+    conversation: Conversation, batch: Sequence[healing.Message], *, open_calls: bool = False
 ) -> tuple[healing.BufferFacts, dict[int, _Stored]]:
-    """The facts the planner needs, read from the index columns for this batch's ids only."""
+    """The facts the planner needs, read from the index columns for this batch's ids only;
+    the open calls too when the batch holds a user turn (or ``open_calls``)."""
     ids = healing.ids_in_batch(batch)
     rows: dict[int, _Stored] = {}
     holders: dict[str, list[tuple[int, bool]]] = {}
@@ -259,9 +444,9 @@ def _load_facts(
         real = [position for position, placeholder in held if not placeholder]
         results[call_id] = healing.ResultSlot(real[0] if real else held[0][0], placeholder=not real)
 
-    open_calls = None
-    if any(message.role == "user" for message in batch):
-        open_calls = []
+    open_call_list = None
+    if open_calls or any(message.role == "user" for message in batch):
+        open_call_list = []
         for call_id, ordinal, *where in DeclaredCall.objects.filter(
             conversation=conversation, answered=False
         ).values_list(
@@ -274,23 +459,26 @@ def _load_facts(
         ):
             row = _Stored(*where)
             rows[row.position] = row
-            open_calls.append(healing.OpenCall(call_id, row.position, ordinal))
+            open_call_list.append(healing.OpenCall(call_id, row.position, ordinal))
 
     facts = healing.BufferFacts(
         length=conversation.message_count,
         results=results,
         declared=declared,
-        open_calls=open_calls,
+        open_calls=open_call_list,
         covers=ids,
     )
     return facts, rows
 
 
 def _apply(
-    conversation: Conversation, plan: healing.AppendPlan, stored: dict[int, _Stored]
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    stored: dict[int, _Stored],
+    writer: Writer,
 ) -> None:
     """Write a plan: overwrite replaced placeholders, make room mid-buffer, insert the new
-    rows, and bring the declared-call index and the counters along."""
+    rows, and bring the declared-call index, the counters and the journal along."""
     if not plan.inserts and not plan.replacements:
         return
     # First, and only if no other append wrote since the facts were read (MEM-12).
@@ -303,6 +491,7 @@ def _apply(
     )
     if not changed:
         raise _StaleBuffer
+    _journal_plan(conversation, plan, stored, writer)
     for replacement in plan.replacements:
         message = replacement.message
         Message.objects.filter(pk=stored[replacement.original_position].pk).update(
@@ -350,6 +539,46 @@ def _apply(
         DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
             answered=True
         )
+
+
+def _journal_plan(
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    stored: dict[int, _Stored],
+    writer: Writer,
+) -> None:
+    """The journal entry for a plan: each new row by its index, and each replaced
+    placeholder with its old and new message."""
+    old_by_pk = {
+        pk: {"role": role, "content": content, "metadata": metadata}
+        for pk, role, content, metadata in Message.objects.filter(
+            pk__in=[stored[r.original_position].pk for r in plan.replacements]
+        ).values_list("pk", "role", "content", "metadata")
+    }
+    rows: list[dict[str, Any]] = [
+        {
+            "change": "replaced",
+            "index": replacement.position,
+            "old": old_by_pk[stored[replacement.original_position].pk],
+            "new": replacement.message.as_stored(),
+        }
+        for replacement in plan.replacements
+    ]
+    for insert in plan.inserts:
+        row: dict[str, Any] = {"change": "inserted", "index": insert.position}
+        row["role"] = insert.message.role
+        if call_id := healing.result_call_id(insert.message):
+            row["call_id"] = call_id
+        if healing.is_placeholder(insert.message):
+            row["healed"] = True
+        rows.append(row)
+    rows.sort(key=lambda row: row["index"])
+    writer.record(
+        conversation,
+        version=conversation.version + 1,
+        message_count=conversation.message_count + len(plan.inserts),
+        rows=rows,
+    )
 
 
 def _make_room(
@@ -463,6 +692,8 @@ def _resize_blocks(grown: dict[int, int]) -> None:
 def import_conversations(
     conversations: Sequence[ConversationIn],
     *,
+    via: str,
+    by: Actor = None,
     on_existing: Literal["error", "skip"] = "error",
     progress: Callable[[int], object] | None = None,
 ) -> list[Conversation]:
@@ -508,9 +739,19 @@ def import_conversations(
                         ]
                     )
             conversation = Conversation.objects.create(
-                title=incoming.title, source=incoming.source, **identity
+                title=incoming.title,
+                source=incoming.source,
+                source_format=incoming.source_format,
+                metadata=incoming.metadata,
+                **identity,
             )
             _write_verbatim(conversation, incoming.messages, progress)
+            Writer(via, by, Action.IMPORT).record(
+                conversation,
+                version=conversation.version,
+                message_count=conversation.message_count,
+                rows=[],
+            )
             created.append(conversation)
         return created
 
@@ -524,9 +765,9 @@ def _text_problems(incoming: ConversationIn, index: int) -> list[healing.Problem
     """What the database could not store of a conversation's own fields: each entry point
     checks too, so that its errors name its own places, but none may be skipped."""
     problems = []
-    for field, limit in _TEXT_LIMITS.items():
-        value = getattr(incoming, field) or ""
-        where = _place(incoming, index, field)
+    for name, limit in _TEXT_LIMITS.items():
+        value = getattr(incoming, name) or ""
+        where = _place(incoming, index, name)
         if problem := healing.json_problem(value):
             problems.append(healing.Problem(where, problem))
         elif len(value) > limit:
@@ -599,6 +840,18 @@ def _write_verbatim(
         ).values_list("pk", "block_id", "slot")
         if block_start[block_id] + slot in owner_positions
     }
+    _index_calls(conversation, index, pk_at, len(messages))
+    conversation.refresh_from_db()
+
+
+def _index_calls(
+    conversation: Conversation,
+    index: healing.BufferIndex,
+    pk_at: Mapping[int, int] | list[int],
+    length: int,
+) -> None:
+    """The declared-call rows and the counters of a whole buffer. ``pk_at`` gives the
+    primary key of the message at each position that declares a call."""
     declared = [
         (conversation.pk, pk_at[position], call_id, ordinal, call_id in index.holders)
         for call_id, (position, ordinal) in index.owners.items()
@@ -610,11 +863,10 @@ def _write_verbatim(
             list(rows),
         )
     Conversation.objects.filter(pk=conversation.pk).update(
-        message_count=len(messages),
+        message_count=length,
         unanswered_count=len(index.open_calls()),
         healed_count=len(index.placeholders),
     )
-    conversation.refresh_from_db()
 
 
 def _insert_rows(

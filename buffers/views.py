@@ -188,7 +188,9 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
     old_count = conversation.message_count
     try:
-        report = services.append_messages(conversation_id=pk, messages=batch, via="inspector")
+        report = services.append_messages(
+            conversation_id=pk, messages=batch, via="inspector", by=request.user
+        )
     except services.ConversationNotFound:
         raise Http404 from None
     except services.BufferBusy as busy:

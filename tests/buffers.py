@@ -99,7 +99,7 @@ class ApiBuffer:
 
 def store(messages: list[dict[str, Any]], **fields: Any) -> Conversation:
     [conversation] = services.import_conversations(
-        [services.ConversationIn(messages=parse(messages), **fields)]
+        [services.ConversationIn(messages=parse(messages), **fields)], via="tests"
     )
     return conversation
 

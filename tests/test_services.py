@@ -61,7 +61,7 @@ def test_an_import_of_several_conversations_is_all_or_nothing() -> None:
     ]
 
     with pytest.raises(healing.InvalidInput) as refused:
-        services.import_conversations(batch)
+        services.import_conversations(batch, via="tests")
 
     assert str(refused.value.problems[0]) == (
         "conversations[1].key: a conversation with key 'taken' in scope 'global' is already stored"

@@ -62,6 +62,7 @@ from .planner import (
     Replacement,
     apply_plan,
     plan_append,
+    plan_heal,
 )
 
 __all__ = [
@@ -111,6 +112,7 @@ __all__ = [
     "parse_messages",
     "placeholder_for",
     "plan_append",
+    "plan_heal",
     "problem_from",
     "result_call_id",
     "usable_id",

@@ -362,6 +362,15 @@ def plan_append(facts: BufferFacts, batch: Sequence[Message]) -> AppendPlan:
     return planner.finish()
 
 
+def plan_heal(facts: BufferFacts) -> AppendPlan:
+    """Plan an explicit repair: a placeholder for every open call, placed exactly as a user
+    turn's healing places them (MEM-3), with nothing appended. The admin's "Heal unanswered
+    calls" runs this; it is a repair outside MEM-3's user-turn trigger (docs/decisions.md)."""
+    planner = _Planner(facts)
+    planner.heal()
+    return planner.finish()
+
+
 def apply_plan(messages: Sequence[Message], plan: AppendPlan) -> list[Message]:
     """The buffer that results from applying ``plan`` to the in-memory buffer it was made for."""
     if len(messages) != plan.length_before:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ class Command(BaseCommand):
                     try:
                         created = services.import_conversations(
                             conversations,
+                            via="import_transcripts command",
+                            by=f"{getpass.getuser()} (shell)",
                             on_existing="skip" if skip_existing else "error",
                             progress=bar.update,
                         )
