@@ -1,24 +1,22 @@
-"""The admin tier. Read-only for now: repairs and edits come through the service later."""
+"""The admin tier (MEM-15): the only place a stored message is edited or deleted, and where
+operators repair conversations. Every write goes through ``buffers.services`` (which keeps
+the buffer's order, index and counters right and journals the change); nothing here saves
+a buffer row itself."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.options import ActionLocation
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
-from .models import Conversation, Message
-
-
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from . import healing, presenters, services
+from .models import BUFFER_INDEX, BufferChange, Conversation, Message
 
 
 class HasUnansweredCalls(admin.SimpleListFilter):
@@ -36,8 +34,29 @@ class HasUnansweredCalls(admin.SimpleListFilter):
         return queryset
 
 
+class HasHealedPlaceholders(admin.SimpleListFilter):
+    title = "healed placeholders"
+    parameter_name = "healed"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "has healed placeholders"), ("no", "none")]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        if self.value() == "yes":
+            return queryset.healed()
+        if self.value() == "no":
+            return queryset.filter(healed_count=0)
+        return queryset
+
+
+class HealForm(forms.Form):
+    reason = forms.CharField(
+        max_length=500, help_text="Why: kept in each conversation's repair journal."
+    )
+
+
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyAdmin):
+class ConversationAdmin(admin.ModelAdmin[Conversation]):
     list_display = (
         "__str__",
         "source",
@@ -47,21 +66,205 @@ class ConversationAdmin(ReadOnlyAdmin):
         "scope",
         "updated_at",
     )
-    list_filter = (HasUnansweredCalls, "scope")
+    list_filter = (HasUnansweredCalls, HasHealedPlaceholders, "source", "scope")
     search_fields = ("title", "source", "key")
-    readonly_fields = (
+    fields = (
+        "title",
+        "source",
+        "source_format",
+        "scope",
+        "scope_id",
+        "key",
         "message_count",
         "unanswered_count",
         "healed_count",
         "created_at",
         "updated_at",
+        "metadata",
     )
+    readonly_fields = fields
+    actions = ("heal_unanswered_calls",)
+    change_form_template = "admin/buffers/conversation/change_form.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Its fields are read-only; the heal action and the message pages are its writes.
+        return False
+
+    def has_heal_permission(self, request: HttpRequest) -> bool:
+        """Healing writes to buffers: for staff who may change messages."""
+        return request.user.has_perm("buffers.change_message")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deleting a conversation would take its journal with it: nothing is ever lost.
+        return False
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        conversation = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if conversation is not None:
+            start = presenters.start_at(conversation, _int(request.GET.get("at")))
+            context["window"] = presenters.window(
+                conversation,
+                start,
+                start + presenters.PAGE,
+                problems=presenters.open_calls(conversation),
+            )
+            context["changes"] = conversation.changes.select_related("actor")[:50]
+            pk_at = dict(
+                Message.objects.filter(conversation=conversation)
+                .annotate(index=BUFFER_INDEX)
+                .filter(index__gte=start, index__lt=start + presenters.PAGE)
+                .values_list("index", "pk")
+            )
+            context["admin_messages"] = [
+                (m, pk_at.get(m.index)) for m in context["window"].messages
+            ]
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    @admin.action(description="Heal unanswered calls", permissions=["heal"])
+    def heal_unanswered_calls(
+        self, request: HttpRequest, queryset: QuerySet[Conversation]
+    ) -> HttpResponse | None:
+        """First a confirmation page with the plan (what would be inserted where); then,
+        once confirmed with a reason, the same healing through the service."""
+        chosen = list(queryset.order_by("pk")[:100])
+        form = HealForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            healed = 0
+            for conversation in chosen:
+                report = services.heal_conversation(
+                    conversation_id=conversation.pk,
+                    via="admin",
+                    by=request.user,
+                    reason=form.cleaned_data["reason"],
+                )
+                healed += len(report.healed)
+            self.message_user(
+                request,
+                f"Healed {healed} unanswered calls in {len(chosen)} conversations.",
+                messages.SUCCESS,
+            )
+            return None
+        plans = [
+            (conversation, services.preview_heal(conversation_id=conversation.pk))
+            for conversation in chosen
+        ]
+        return TemplateResponse(
+            request,
+            "admin/buffers/conversation/heal_confirmation.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Heal unanswered calls?",
+                "opts": self.model._meta,
+                "plans": plans,
+                "form": form,
+                "selected": [c.pk for c in chosen],
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            },
+        )
+
+
+class MessageForm(forms.ModelForm[Message]):
+    """One message, edited at the admin tier: checked by the pure core as an import is, and
+    saved through the service with the reason given."""
+
+    reason = forms.CharField(max_length=500, help_text="Why: kept in the repair journal.")
+
+    class Meta:
+        model = Message
+        fields = ("role", "content", "metadata")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        raw = {
+            "role": cleaned.get("role"),
+            "content": cleaned.get("content"),
+            "metadata": cleaned.get("metadata") or {},
+        }
+        try:
+            cleaned["message"] = healing.parse_message(raw, "message")
+        except healing.InvalidInput as error:
+            for problem in error.problems:
+                field = problem.path.removeprefix("message.").split(".")[0].split("[")[0]
+                self.add_error(field if field in self.fields else None, problem.message)
+        return cleaned
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin):
-    list_display = ("conversation", "role", "answers_call_id", "is_placeholder")
+class MessageAdmin(admin.ModelAdmin[Message]):
+    form = MessageForm
+    list_display = ("conversation", "buffer_index", "role", "answers_call_id", "is_placeholder")
     list_filter = ("role", "is_placeholder")
-    list_select_related = ("conversation",)
+    list_select_related = ("conversation", "block")
     search_fields = ("answers_call_id",)
-    raw_id_fields = ("conversation", "block")
+    readonly_fields = ("conversation", "buffer_index", "answers_call_id", "is_placeholder")
+    fields = ("conversation", "buffer_index", "role", "content", "metadata", "reason")
+
+    @admin.display(description="index")
+    def buffer_index(self, message: Message) -> int:
+        return message.block.start + message.slot
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def get_actions(
+        self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
+    ) -> Any:
+        actions = super().get_actions(request, action_location)
+        actions.pop("delete_selected", None)  # one message at a time, each through the service
+        return actions
+
+    def save_model(self, request: HttpRequest, obj: Message, form: Any, change: bool) -> None:
+        services.edit_message(
+            conversation_id=obj.conversation_id,
+            index=self.buffer_index(obj),
+            message=form.cleaned_data["message"],
+            via="admin",
+            by=request.user,
+            reason=form.cleaned_data["reason"],
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Message) -> None:
+        services.delete_message(
+            conversation_id=obj.conversation_id,
+            index=self.buffer_index(obj),
+            via="admin",
+            by=request.user,
+            reason="deleted in the admin",
+        )
+
+
+@admin.register(BufferChange)
+class BufferChangeAdmin(admin.ModelAdmin[BufferChange]):
+    """The repair journal, read-only: every old message a write replaced, edited or deleted
+    is in ``rows``."""
+
+    list_display = ("at", "conversation", "action", "via", "actor_name", "message_count")
+    list_filter = ("action", "via")
+    list_select_related = ("conversation",)
+    search_fields = ("conversation__title", "actor_name", "reason")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

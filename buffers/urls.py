@@ -11,5 +11,6 @@ urlpatterns = [
     path("c/<int:pk>/", views.conversation_detail, name="conversation"),
     path("c/<int:pk>/messages", views.conversation_messages, name="conversation_messages"),
     path("c/<int:pk>/append", views.conversation_append, name="conversation_append"),
+    path("c/<int:pk>/history", views.conversation_history, name="conversation_history"),
     path("c/<int:pk>/preview", views.conversation_preview, name="conversation_preview"),
 ]

@@ -125,6 +125,19 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_safe
+def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
+    """The repair journal: every write to the buffer, newest first, with each message a
+    write replaced, edited or deleted readable again."""
+    conversation = get_object_or_404(Conversation, pk=pk)
+    changes = Paginator(conversation.changes.all(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "buffers/conversation_history.html",
+        {"conversation": conversation, "changes": changes},
+    )
+
+
+@require_safe
 def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A page of messages before or after the window, for htmx to add as the reader scrolls.
     Loading later pages stops at ``stop``, where a tail shown after a write begins."""

@@ -1,4 +1,6 @@
-"""The admin: a read-only window on stored conversations and their messages."""
+"""The admin tier: stored conversations and their messages, the heal action with its
+confirmation page, and the one place a message is edited or deleted (MEM-15), each write
+through the service and into the repair journal."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from buffers import selectors
 from buffers.models import Conversation, Message
 from tests.buffers import assistant, placeholder, result, store, user
+from tests.integrity import assert_consistent
 
 pytestmark = pytest.mark.django_db
 
@@ -170,17 +174,134 @@ def test_posting_a_change_to_a_conversation_is_refused(
     assert crashed.title == "crashed run"
 
 
-def test_posting_a_change_to_a_message_is_refused(
+@pytest.mark.rule("MEM-15")
+def test_an_admin_edit_of_a_message_goes_through_the_service_and_is_journalled(
     admin_client: Client, crashed: Conversation
 ) -> None:
-    message = Message.objects.filter(conversation=crashed).first()
-    assert message is not None
+    message = Message.objects.get(conversation=crashed, answers_call_id="c1")
 
-    response = admin_client.post(change("message", message.pk), {"role": "system"})
+    response = admin_client.post(
+        change("message", message.pk),
+        {
+            "role": "tool",
+            "content": '"fixed by hand"',
+            "metadata": '{"tool_call_id": "c2"}',
+            "reason": "wrong call id",
+        },
+    )
 
-    assert response.status_code == 403
-    message.refresh_from_db()
-    assert message.role == "user"
+    assert response.status_code == 302, response.content
+    assert selectors.buffer_messages(crashed)[2].as_stored() == result("c2", "fixed by hand")
+    assert_consistent(crashed)
+    assert crashed.unanswered_count == 1  # c1 lost its result, c2 gained one
+    change_made = crashed.changes.first()
+    assert change_made is not None
+    assert (change_made.action, change_made.via, change_made.reason) == (
+        "edit",
+        "admin",
+        "wrong call id",
+    )
+    assert change_made.rows[0]["old"] == result("c1")
+
+
+def test_an_admin_edit_without_a_reason_or_with_a_bad_message_writes_nothing(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    message = Message.objects.get(conversation=crashed, answers_call_id="c1")
+
+    no_reason = admin_client.post(
+        change("message", message.pk), {"role": "tool", "content": '"x"', "metadata": "{}"}
+    )
+    bad_metadata = admin_client.post(
+        change("message", message.pk),
+        {"role": "tool", "content": '"x"', "metadata": '{"tool_calls": 3}', "reason": "r"},
+    )
+
+    assert no_reason.status_code == bad_metadata.status_code == 200
+    assert no_reason.context["adminform"].form.errors["reason"]
+    assert "must be a list of calls, not a number" in bad_metadata.text
+    assert [c.action for c in crashed.changes.all()] == ["import"]
+
+
+@pytest.mark.rule("MEM-15")
+def test_an_admin_delete_of_a_message_goes_through_the_service_and_keeps_it(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    message = Message.objects.get(conversation=crashed, answers_call_id="c1")
+
+    confirm = admin_client.get(delete("message", message.pk))
+    response = admin_client.post(delete("message", message.pk), {"post": "yes"})
+
+    assert confirm.status_code == 200
+    assert response.status_code == 302
+    assert [m.role for m in selectors.buffer_messages(crashed)] == ["user", "assistant"]
+    assert_consistent(crashed)
+    deleted = crashed.changes.first()
+    assert deleted is not None
+    assert deleted.rows == [{"change": "deleted", "index": 2, "old": result("c1")}]
+
+
+def test_the_heal_action_shows_the_plan_first_and_writes_nothing(
+    admin_client: Client, crashed: Conversation, answered: Conversation
+) -> None:
+    response = admin_client.post(
+        changelist("conversation"),
+        {"action": "heal_unanswered_calls", "_selected_action": [crashed.pk, answered.pk]},
+    )
+
+    assert response.status_code == 200
+    assert (
+        "a placeholder for call <code>c2</code> at message 2, after the turn at message 1"
+        in response.text
+    )
+    assert "No unanswered calls: nothing would change." in response.text
+    assert [m.role for m in selectors.buffer_messages(crashed)] == ["user", "assistant", "tool"]
+
+
+def test_the_heal_action_once_confirmed_heals_through_the_service(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.post(
+        changelist("conversation"),
+        {
+            "action": "heal_unanswered_calls",
+            "_selected_action": [crashed.pk],
+            "apply": "Heal these calls",
+            "reason": "crashed agent",
+        },
+        follow=True,
+    )
+
+    assert "Healed 1 unanswered calls in 1 conversations." in response.text
+    assert selectors.buffer_messages(crashed)[2].as_stored() == placeholder("c2")
+    assert_consistent(crashed)
+    assert crashed.unanswered_count == 0
+    healed = crashed.changes.first()
+    assert healed is not None
+    assert (healed.action, healed.reason, healed.actor_name) == ("heal", "crashed agent", "admin")
+
+
+def test_the_heal_action_needs_a_reason(admin_client: Client, crashed: Conversation) -> None:
+    response = admin_client.post(
+        changelist("conversation"),
+        {"action": "heal_unanswered_calls", "_selected_action": [crashed.pk], "apply": "Heal"},
+    )
+
+    assert response.status_code == 200
+    assert "This field is required." in response.text
+    assert crashed.changes.count() == 1
+
+
+def test_a_conversation_page_shows_its_buffer_with_highlights_and_its_journal(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    response = admin_client.get(change("conversation", crashed.pk))
+
+    assert response.status_code == 200
+    assert "unanswered call c2" in response.text
+    assert 'id="m-2"' in response.text
+    assert "Edit message 2" in response.text
+    assert "imported 3 messages" in response.text
 
 
 @pytest.mark.parametrize("method", ["get", "post"])
@@ -192,19 +313,6 @@ def test_deleting_a_conversation_is_refused(
     assert response.status_code == 403
     assert Conversation.objects.filter(pk=crashed.pk).exists()
     assert Message.objects.filter(conversation=crashed).count() == 3
-
-
-@pytest.mark.parametrize("method", ["get", "post"])
-def test_deleting_a_message_is_refused(
-    admin_client: Client, crashed: Conversation, method: str
-) -> None:
-    message = Message.objects.filter(conversation=crashed).first()
-    assert message is not None
-
-    response = getattr(admin_client, method)(delete("message", message.pk), {"post": "yes"})
-
-    assert response.status_code == 403
-    assert Message.objects.filter(pk=message.pk).exists()
 
 
 @pytest.mark.parametrize("model", ["conversation", "message"])
@@ -222,9 +330,10 @@ def test_the_bulk_delete_action_cannot_be_posted(
     response = admin_client.post(
         changelist("conversation"),
         {"action": "delete_selected", "_selected_action": [crashed.pk], "index": 0, "post": "yes"},
+        follow=True,
     )
 
-    # With no action the user may take, the post only shows the list again.
+    # An action the list does not offer only shows the list again.
     assert response.status_code == 200
     assert "Are you sure?" not in response.text
     assert Conversation.objects.filter(pk=crashed.pk).exists()

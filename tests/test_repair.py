@@ -226,3 +226,22 @@ def test_editing_or_deleting_past_the_end_is_refused_and_writes_nothing(index: i
     )
     assert [c.action for c in history(conversation)] == ["import"]
     assert len(stored(conversation)) == 3
+
+
+def test_the_history_page_reads_back_a_replaced_message_escaped(client: Any) -> None:
+    conversation = store([assistant("c1"), placeholder("c1"), user()])
+    services.append_messages(
+        conversation_id=conversation.pk,
+        messages=parse([result("c1", "<script>late</script>")]),
+        via="api",
+    )
+
+    response = client.get(f"/c/{conversation.pk}/history")
+
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "replaced message 1" in text
+    assert "Tool call was interrupted; no result." in text  # the old placeholder, kept
+    assert "&lt;script&gt;late&lt;/script&gt;" in text
+    assert "<script>late" not in text
+    assert "imported 3 messages" in text

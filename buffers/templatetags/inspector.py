@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 from django import template
 
 from buffers.presenters import Window
@@ -16,3 +18,10 @@ def message_href(window: Window, index: int | None) -> str:
     if index in window:
         return f"#m-{index}"
     return f"?at={index}#m-{index}"
+
+
+@register.filter
+def as_json(value: object) -> str:
+    """A stored message (or any JSON value) as indented JSON text, for a <pre>; escaped by
+    the template like any other text."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
