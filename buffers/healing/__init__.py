@@ -6,6 +6,7 @@ Every entry point (views, admin, API, commands) reaches these through
 
 from __future__ import annotations
 
+from . import normalize, sendability
 from .analysis import (
     FINDING_LABELS,
     Analysis,
@@ -107,6 +108,7 @@ __all__ = [
     "index_buffer",
     "is_placeholder",
     "json_problem",
+    "normalize",
     "parse_each",
     "parse_message",
     "parse_messages",
@@ -115,5 +117,6 @@ __all__ = [
     "plan_heal",
     "problem_from",
     "result_call_id",
+    "sendability",
     "usable_id",
 ]

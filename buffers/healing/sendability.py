@@ -1,0 +1,303 @@
+"""Whether a stored buffer would be accepted as history by a provider, and if not, why,
+message by message.
+
+Each provider is checked against the rules it documents for pairing calls with results
+(shared/providers.md, section 2), in one pass over the buffer. Indexes are the
+buffer's own, from 0, as the inspector numbers its messages ("message 3" is ``#3``).
+
+What is checked, and what is not:
+
+- A call or a result without a usable id (A9) is a rejection wherever pairing is by
+  id (OpenAI, OpenAI Responses, Anthropic): an exporter cannot pair it. Gemini pairs a
+  turn's responses with its calls by position, so it is checked by counts only.
+- System messages are history for OpenAI Chat, so one between a turn and its results
+  separates them. OpenAI Responses, Anthropic and Gemini take instructions out of
+  band: the exporter lifts system messages out, so they neither count as a turn nor
+  separate one from its results.
+- An empty buffer is acceptable history: the request adds the new turn to it.
+- Not checked: what pairing does not decide (empty content, alternation of user and
+  assistant turns, the shape of content parts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .ids import declared_calls, result_call_id
+from .messages import Message
+
+PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+PROVIDER_NAMES: dict[str, str] = {
+    "openai-chat": "OpenAI",
+    "openai-responses": "OpenAI Responses",
+    "anthropic": "Anthropic",
+    "gemini": "Gemini",
+}
+
+RejectionReason = Literal[
+    "unanswered_call",
+    "call_without_id",
+    "result_without_id",
+    "unexpected_result",
+    "duplicate_result",
+    "text_before_results",
+    "response_count",
+    "call_turn_order",
+]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One reason a provider would refuse the buffer: at which message, for which call."""
+
+    index: int
+    call_id: str | None
+    reason: RejectionReason
+    sentence: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    provider: str
+    rejections: tuple[Rejection, ...]
+
+    @property
+    def accepted(self) -> bool:
+        return not self.rejections
+
+    @property
+    def name(self) -> str:
+        return PROVIDER_NAMES[self.provider]
+
+    @property
+    def summary(self) -> str:
+        if self.accepted:
+            return f"{self.name} would accept this history"
+        first, *more = self.rejections
+        rest = f" (and {len(more)} more)" if more else ""
+        return f"{self.name} would reject this: {first.sentence}{rest}"
+
+
+def check(messages: Sequence[Message], provider: str) -> Verdict:
+    """The verdict of one provider (one of ``PROVIDERS``) on a stored buffer."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}: one of {', '.join(PROVIDERS)}")
+    if provider == "openai-chat":
+        found = _adjacent_results(messages, lift_system=False, results_first=False)
+    elif provider == "anthropic":
+        found = _adjacent_results(messages, lift_system=True, results_first=True)
+    elif provider == "openai-responses":
+        found = _results_after_calls(messages)
+    else:
+        found = _gemini_turns(messages)
+    return Verdict(provider, tuple(sorted(found, key=lambda r: r.index)))
+
+
+def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
+    return {provider: check(messages, provider) for provider in PROVIDERS}
+
+
+def _unusable_calls(index: int, message: Message) -> list[Rejection]:
+    return [
+        Rejection(
+            index,
+            None,
+            "call_without_id",
+            f"the turn at message {index} declares a call without a usable id "
+            f"(tool_calls[{ordinal}])",
+        )
+        for ordinal, cid in declared_calls(message)
+        if cid is None
+    ]
+
+
+def _no_usable_id(index: int, what: str) -> Rejection:
+    return Rejection(
+        index,
+        None,
+        "result_without_id",
+        f"the {what} at message {index} has no usable tool_call_id",
+    )
+
+
+def _adjacent_results(
+    messages: Sequence[Message], *, lift_system: bool, results_first: bool
+) -> list[Rejection]:
+    """OpenAI Chat and Anthropic: every call of a turn is answered by the tool results
+    right after it (the run of tool messages, which the Anthropic exporter sends as the
+    next user message), each such result answers a call of that turn, once.
+
+    With ``results_first`` (Anthropic), a result that follows user text after its call's
+    turn is named as such: the exporter would put text before the results.
+    """
+    found: list[Rejection] = []
+    turn: int | None = None
+    """The turn whose results the current run of tool messages may hold."""
+    answered: dict[str, int | None] = {}
+    interrupted: tuple[int, set[str]] | None = None
+    """A user message that came right after a call turn, and that turn's calls."""
+    where = "in the message right after its turn" if results_first else "directly after its turn"
+
+    def end_run() -> None:
+        found.extend(
+            Rejection(
+                turn, cid, "unanswered_call", f"call {cid} at message {turn} has no result {where}"
+            )
+            for cid, at in answered.items()
+            if at is None and turn is not None
+        )
+
+    for index, message in enumerate(messages):
+        if message.role == "system" and lift_system:
+            continue
+        if message.role != "tool":
+            end_run()
+            unanswered = {cid for cid, at in answered.items() if at is None}
+            interrupted = (index, unanswered) if unanswered and message.role == "user" else None
+            turn = None
+            answered = {}
+            if message.role == "assistant" and (calls := declared_calls(message)):
+                found.extend(_unusable_calls(index, message))
+                turn = index
+                answered = {cid: None for _, cid in calls if cid is not None}
+            continue
+        cid = result_call_id(message)
+        if cid is None:
+            found.append(_no_usable_id(index, "tool result"))
+        elif cid in answered and (first := answered[cid]) is not None:
+            found.append(
+                Rejection(
+                    index,
+                    cid,
+                    "duplicate_result",
+                    f"the tool result at message {index} answers {cid} again "
+                    f"(already answered at message {first})",
+                )
+            )
+        elif cid in answered:
+            answered[cid] = index
+        elif results_first and interrupted is not None and cid in interrupted[1]:
+            found.append(
+                Rejection(
+                    index,
+                    cid,
+                    "text_before_results",
+                    f"the tool result at message {index} comes after the user text at message "
+                    f"{interrupted[0]}, where results must come first",
+                )
+            )
+        else:
+            found.append(
+                Rejection(
+                    index,
+                    cid,
+                    "unexpected_result",
+                    f"the tool result at message {index} answers no call in the turn before it",
+                )
+            )
+    end_run()
+    return found
+
+
+def _results_after_calls(messages: Sequence[Message]) -> list[Rejection]:
+    """OpenAI Responses: every function call has an output somewhere after it, and every
+    output a call somewhere before it. The first declaration of an id owns it (A4)."""
+    found: list[Rejection] = []
+    calls: dict[str, tuple[int, bool]] = {}
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            found.extend(_unusable_calls(index, message))
+            for _, cid in declared_calls(message):
+                if cid is not None and cid not in calls:
+                    calls[cid] = (index, False)
+        elif message.role == "tool":
+            cid = result_call_id(message)
+            if cid is None:
+                found.append(_no_usable_id(index, "tool output"))
+            elif cid in calls:
+                calls[cid] = (calls[cid][0], True)
+            else:
+                found.append(
+                    Rejection(
+                        index,
+                        cid,
+                        "unexpected_result",
+                        f"the tool output at message {index} answers no call before it",
+                    )
+                )
+    found.extend(
+        Rejection(
+            turn, cid, "unanswered_call", f"call {cid} at message {turn} has no output after it"
+        )
+        for cid, (turn, has_output) in calls.items()
+        if not has_output
+    )
+    return found
+
+
+def _gemini_turns(messages: Sequence[Message]) -> list[Rejection]:
+    """Gemini: a function call turn comes right after a user turn or a function response
+    turn (so not first), and the response turn right after it (the run of tool messages)
+    holds as many responses as it made calls. Responses pair by position, not by id."""
+    found: list[Rejection] = []
+    previous: Literal["user", "model", "responses"] | None = None
+    pending: tuple[int, int] | None = None
+    """The call turn whose responses are being counted, and how many calls it made."""
+    responses = 0
+
+    def end_responses() -> None:
+        if pending is None or responses == pending[1]:
+            return
+        turn, made = pending
+        found.append(
+            Rejection(
+                turn,
+                None,
+                "response_count",
+                f"the call turn at message {turn} makes {_count(made, 'call')} but is "
+                f"followed by {_count(responses, 'function response')}",
+            )
+        )
+
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            continue
+        if message.role == "tool":
+            if pending is None:
+                found.append(
+                    Rejection(
+                        index,
+                        result_call_id(message),
+                        "unexpected_result",
+                        f"the function response at message {index} follows no function call turn",
+                    )
+                )
+            responses += 1
+            previous = "responses"
+            continue
+        end_responses()
+        pending = None
+        calls = declared_calls(message)
+        if calls:
+            if previous not in ("user", "responses"):
+                found.append(
+                    Rejection(
+                        index,
+                        None,
+                        "call_turn_order",
+                        f"the call turn at message {index} does not come right after a user "
+                        "turn or a function response",
+                    )
+                )
+            pending = (index, len(calls))
+            responses = 0
+        previous = "user" if message.role == "user" else "model"
+    end_responses()
+    return found
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

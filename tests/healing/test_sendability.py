@@ -1,0 +1,316 @@
+"""Whether a provider would accept a stored buffer as history, and if not, why, message by
+message. The property that normalization's output is always accepted is in
+test_normalize.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from buffers.healing import parse_messages
+from buffers.healing.normalize import normalize
+from buffers.healing.sendability import PROVIDERS, Verdict, check, check_all
+from tests.buffers import assistant, placeholder, result, user
+from tests.conftest import spec_examples
+
+MEM3 = spec_examples("MEM-3")
+MEM5 = spec_examples("MEM-5")
+
+
+def system(content: str = "be brief") -> dict[str, Any]:
+    return {"role": "system", "content": content, "metadata": {}}
+
+
+def verdict(provider: str, *messages: dict[str, Any]) -> Verdict:
+    return check(parse_messages(list(messages)), provider)
+
+
+def rejections(provider: str, *messages: dict[str, Any]) -> list[tuple[int, str, str]]:
+    return [(r.index, r.reason, r.sentence) for r in verdict(provider, *messages).rejections]
+
+
+WELL_PAIRED = [
+    system(),
+    user("weather in Paris and Rome?"),
+    assistant("c1", "c2"),
+    result("c1", "14C"),
+    result("c2", "18C"),
+    assistant(content="Paris 14C, Rome 18C."),
+    user("thanks"),
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_well_paired_history_is_accepted(provider: str) -> None:
+    accepted = verdict(provider, *WELL_PAIRED)
+
+    assert accepted.accepted
+    assert accepted.rejections == ()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_empty_buffer_is_acceptable_history(provider: str) -> None:
+    assert check([], provider).accepted
+
+
+def test_every_provider_is_checked_by_check_all() -> None:
+    verdicts = check_all(parse_messages(WELL_PAIRED))
+
+    assert list(verdicts) == list(PROVIDERS)
+    assert all(v.accepted for v in verdicts.values())
+
+
+def test_an_unknown_provider_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown provider 'mistral'"):
+        check([], "mistral")
+
+
+# What the summary says
+
+
+def test_the_summary_says_accepted_by_name() -> None:
+    assert verdict("openai-responses", *WELL_PAIRED).summary == (
+        "OpenAI Responses would accept this history"
+    )
+
+
+def test_the_summary_gives_the_first_rejection_and_how_many_more() -> None:
+    one = verdict("openai-chat", user(), assistant("c1"))
+    three = verdict("openai-chat", user(), assistant("c1", "c2"), user(), result("c9"))
+
+    assert one.summary == (
+        "OpenAI would reject this: call c1 at message 1 has no result directly after its turn"
+    )
+    assert three.summary == (
+        "OpenAI would reject this: call c1 at message 1 has no result directly after its turn "
+        "(and 2 more)"
+    )
+
+
+# OpenAI Chat
+
+
+def test_openai_chat_rejects_a_call_with_no_result_directly_after_its_turn() -> None:
+    assert rejections("openai-chat", user(), assistant("c1", "c2"), result("c1"), user()) == [
+        (1, "unanswered_call", "call c2 at message 1 has no result directly after its turn"),
+    ]
+
+
+def test_openai_chat_rejects_a_result_that_is_not_right_after_its_turn() -> None:
+    assert rejections("openai-chat", user(), assistant("c1"), user("?"), result("c1")) == [
+        (1, "unanswered_call", "call c1 at message 1 has no result directly after its turn"),
+        (
+            3,
+            "unexpected_result",
+            "the tool result at message 3 answers no call in the turn before it",
+        ),
+    ]
+
+
+def test_openai_chat_counts_a_system_message_as_separating_a_call_from_its_result() -> None:
+    buffer = [user(), assistant("c1"), system(), result("c1")]
+
+    assert [r.reason for r in verdict("openai-chat", *buffer).rejections] == [
+        "unanswered_call",
+        "unexpected_result",
+    ]
+    assert verdict("anthropic", *buffer).accepted
+
+
+def test_openai_chat_rejects_a_result_without_a_usable_id() -> None:
+    assert rejections("openai-chat", user(), assistant("c1"), result("c1"), result("0")) == [
+        (3, "result_without_id", "the tool result at message 3 has no usable tool_call_id"),
+    ]
+
+
+def test_openai_chat_rejects_a_call_without_a_usable_id() -> None:
+    assert rejections("openai-chat", user(), assistant("c1", " "), result("c1")) == [
+        (
+            1,
+            "call_without_id",
+            "the turn at message 1 declares a call without a usable id (tool_calls[1])",
+        ),
+    ]
+
+
+def test_openai_chat_rejects_a_second_answer_to_the_same_call() -> None:
+    assert rejections("openai-chat", user(), assistant("c1"), result("c1"), result("c1")) == [
+        (
+            3,
+            "duplicate_result",
+            "the tool result at message 3 answers c1 again (already answered at message 2)",
+        ),
+    ]
+
+
+def test_openai_chat_rejects_an_orphan_result() -> None:
+    assert rejections("openai-chat", result("c1"), user()) == [
+        (
+            0,
+            "unexpected_result",
+            "the tool result at message 0 answers no call in the turn before it",
+        ),
+    ]
+
+
+# OpenAI Responses
+
+
+def test_openai_responses_accepts_an_output_anywhere_after_its_call() -> None:
+    assert verdict("openai-responses", user(), assistant("c1"), user("?"), result("c1")).accepted
+
+
+def test_openai_responses_rejects_an_output_before_its_call_and_a_call_with_no_output() -> None:
+    assert rejections("openai-responses", user(), result("c1"), assistant("c1")) == [
+        (1, "unexpected_result", "the tool output at message 1 answers no call before it"),
+        (2, "unanswered_call", "call c1 at message 2 has no output after it"),
+    ]
+
+
+def test_openai_responses_rejects_unusable_ids() -> None:
+    assert [
+        r.reason for r in verdict("openai-responses", assistant("0"), result("")).rejections
+    ] == [
+        "call_without_id",
+        "result_without_id",
+    ]
+
+
+# Anthropic
+
+
+def test_anthropic_rejects_a_call_with_no_result_in_the_next_message() -> None:
+    assert rejections("anthropic", user(), assistant("c1", "c2"), result("c2")) == [
+        (
+            1,
+            "unanswered_call",
+            "call c1 at message 1 has no result in the message right after its turn",
+        ),
+    ]
+
+
+def test_anthropic_rejects_user_text_between_a_turn_and_its_results() -> None:
+    assert rejections("anthropic", user(), assistant("c1"), user("wait"), result("c1")) == [
+        (
+            1,
+            "unanswered_call",
+            "call c1 at message 1 has no result in the message right after its turn",
+        ),
+        (
+            3,
+            "text_before_results",
+            "the tool result at message 3 comes after the user text at message 2, "
+            "where results must come first",
+        ),
+    ]
+
+
+def test_anthropic_rejects_a_result_for_no_call_of_the_turn_before() -> None:
+    assert rejections("anthropic", user(), assistant("c1"), result("c1"), result("c9")) == [
+        (
+            3,
+            "unexpected_result",
+            "the tool result at message 3 answers no call in the turn before it",
+        ),
+    ]
+
+
+def test_anthropic_rejects_two_results_for_one_call() -> None:
+    assert [
+        r.reason
+        for r in verdict(
+            "anthropic", user(), assistant("c1"), result("c1"), result("c1")
+        ).rejections
+    ] == ["duplicate_result"]
+
+
+# Gemini
+
+
+def test_gemini_rejects_fewer_responses_than_calls() -> None:
+    assert rejections("gemini", user(), assistant("c1", "c2"), result("c1")) == [
+        (
+            1,
+            "response_count",
+            "the call turn at message 1 makes 2 calls but is followed by 1 function response",
+        ),
+    ]
+
+
+def test_gemini_rejects_a_call_turn_after_a_model_turn() -> None:
+    assert rejections(
+        "gemini", user(), assistant(content="let me look"), assistant("c1"), result("c1")
+    ) == [
+        (
+            2,
+            "call_turn_order",
+            "the call turn at message 2 does not come right after a user turn "
+            "or a function response",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("preamble", [[], [system()]], ids=["first", "after-system"])
+def test_gemini_rejects_a_history_that_starts_with_a_call_turn(
+    preamble: list[dict[str, Any]],
+) -> None:
+    assert [
+        r.reason for r in verdict("gemini", *preamble, assistant("c1"), result("c1")).rejections
+    ] == ["call_turn_order"]
+
+
+def test_gemini_accepts_a_call_turn_right_after_function_responses() -> None:
+    assert verdict(
+        "gemini", user(), assistant("c1"), result("c1"), assistant("c2"), result("c2")
+    ).accepted
+
+
+def test_gemini_rejects_a_response_after_no_call_turn() -> None:
+    assert rejections("gemini", user(), result("c1")) == [
+        (
+            1,
+            "unexpected_result",
+            "the function response at message 1 follows no function call turn",
+        ),
+    ]
+
+
+def test_gemini_pairs_by_position_so_ids_do_not_matter() -> None:
+    assert verdict("gemini", user(), assistant("c1"), result("c9")).accepted
+
+
+# Healing makes a buffer sendable
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])
+def test_a_healed_buffer_is_accepted(provider: str) -> None:
+    assert verdict(provider, user(), assistant("c1"), placeholder("c1"), user("again")).accepted
+
+
+@pytest.mark.rule("MEM-3")
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic"])
+def test_the_mem3_buffer_is_rejected_before_healing_and_accepted_after(provider: str) -> None:
+    before = verdict(provider, *MEM3[1]["buffer"])
+    after = verdict(provider, *MEM3[2]["buffer"])
+
+    assert [(r.index, r.reason, r.call_id) for r in before.rejections] == [
+        (0, "unanswered_call", "c1")
+    ]
+    assert after.accepted
+
+
+def test_gemini_still_rejects_the_healed_mem3_buffer_because_it_starts_with_a_call() -> None:
+    assert [r.reason for r in verdict("gemini", *MEM3[2]["buffer"]).rejections] == [
+        "call_turn_order"
+    ]
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "anthropic"])
+def test_the_misordered_mem5_buffer_is_rejected_and_accepted_once_normalized(provider: str) -> None:
+    misordered = parse_messages(MEM5[3]["buffer"])
+    normalized = parse_messages(normalize(MEM5[3]["buffer"]).messages)
+
+    assert not check(misordered, provider).accepted
+    assert check(normalized, provider).accepted
