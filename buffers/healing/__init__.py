@@ -6,7 +6,7 @@ Every entry point (views, admin, API, commands) reaches these through
 
 from __future__ import annotations
 
-from . import normalize, sendability
+from . import formats, normalize, sendability
 from .analysis import (
     FINDING_LABELS,
     Analysis,
@@ -104,6 +104,7 @@ __all__ = [
     "declared_calls",
     "describe",
     "facts_from_messages",
+    "formats",
     "ids_in_batch",
     "index_buffer",
     "is_placeholder",

@@ -1,0 +1,362 @@
+"""Gemini: ``{"contents", "systemInstruction", ...}`` or a bare list of contents, in the
+REST API's camelCase spelling.
+
+Role ``model`` is the assistant. A model turn's text and media parts are its content,
+its ``functionCall`` parts its canonical ``tool_calls``; other parts (thoughts, code
+execution) and an order other than content-then-calls are kept in
+``metadata.gemini.layout``. A user turn becomes one tool row per ``functionResponse``
+part, then one user row for its other parts if it has any; writing regroups them as
+for Anthropic. ``systemInstruction`` is a leading system row whose content is its parts.
+
+Ids are optional in Gemini. A call without one gets ``gemini-<turn>-<k>`` (its turn's
+index in ``contents``, its place among the turn's calls). A response without one
+answers by position, never by name: the k-th response after a model turn answers that
+turn's k-th call (``gemini-unpaired-<turn>-<part>`` when the turn has no k-th call). An
+id made up here is marked ``synthesized_id`` and left out again on writing.
+``response: {"output": x}`` reads as content x, ``{"error": x}`` as content x with
+``metadata.is_error``; any other response object is the content itself
+(``whole_response``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from buffers.healing.ids import usable_id
+from buffers.healing.messages import Message, describe
+
+from .common import (
+    Call,
+    Converted,
+    Problems,
+    Row,
+    arguments_object,
+    arrange,
+    as_parts,
+    body_and_entries,
+    declared,
+    has_choice,
+    has_id,
+    has_text,
+    inner,
+    is_foreign_item,
+    is_object,
+    joins_results,
+    json_text,
+    layout,
+    mark_new_turn,
+    namespace,
+    row,
+    storable,
+    text_of,
+    without,
+)
+
+NEW_TURN = "new_turn"
+SNAKE_CASE = {"function_call": "functionCall", "function_response": "functionResponse"}
+
+
+@dataclass
+class Pairing:
+    """What positional pairing needs while reading: the last model turn's call ids, the
+    responses seen since, and each call id's function name."""
+
+    calls: list[object] = field(default_factory=list)
+    answered: int = 0
+    names: dict[str | None, str] = field(default_factory=dict)
+
+
+def read(document: object) -> Converted:
+    problems = Problems()
+    fields, contents = body_and_entries(
+        document, "contents", ("systemInstruction",), problems, "a list of contents"
+    )
+    rows: list[Row] = []
+    if isinstance(document, dict) and "systemInstruction" in document:
+        read_instruction(document["systemInstruction"], rows, problems)
+    pairing = Pairing()
+    for index, turn in enumerate(contents):
+        read_turn(turn, index, rows, pairing, problems)
+    problems.raise_if_any()
+    return Converted(rows, fields)
+
+
+def read_instruction(instruction: object, rows: list[Row], problems: Problems) -> None:
+    where = "systemInstruction"
+    if not is_object(instruction, where, problems) or not storable(instruction, where, problems):
+        return
+    assert isinstance(instruction, dict)
+    parts = _parts(instruction, where, problems)
+    if parts is not None:
+        extras = without(instruction, "parts")
+        rows.append(row("system", parts, {"gemini": {"turn": extras}} if extras else {}))
+
+
+def _parts(turn: dict[str, Any], where: str, problems: Problems) -> list[Any] | None:
+    if "parts" not in turn:
+        problems.add(f"{where}.parts", "is missing")
+        return None
+    parts = turn["parts"]
+    if not isinstance(parts, list):
+        problems.add(f"{where}.parts", f"must be a list of parts, not {describe(parts)}")
+        return None
+    for index, part in enumerate(parts):
+        at = f"{where}.parts[{index}]"
+        if not is_object(part, at, problems):
+            continue
+        for snake, camel in SNAKE_CASE.items():
+            if snake in part:
+                problems.add(
+                    f"{at}.{snake}",
+                    f"is the Python SDK's spelling; the REST format read here spells it {camel}",
+                )
+        has_text(part, "text", at, problems, required=False)
+    return parts
+
+
+def read_turn(
+    turn: object, index: int, rows: list[Row], pairing: Pairing, problems: Problems
+) -> None:
+    where = f"contents[{index}]"
+    if not is_object(turn, where, problems) or not storable(turn, where, problems):
+        return
+    assert isinstance(turn, dict)
+    role_ok = has_choice(turn, "role", where, ("user", "model", "function"), problems)
+    parts = _parts(turn, where, problems)
+    if not role_ok or parts is None:
+        return
+    first = len(rows)
+    if turn["role"] == "model":
+        read_model_parts(parts, index, rows, pairing, problems)
+    else:
+        read_user_parts(parts, index, rows, pairing, problems)
+    if len(rows) > first:
+        mark_new_turn(rows, first, "gemini", NEW_TURN)
+        usual = "model" if turn["role"] == "model" else "user"
+        extras = without(turn, "parts", *(["role"] if turn["role"] == usual else []))
+        if extras:
+            rows[first]["metadata"].setdefault("gemini", {})["turn"] = extras
+
+
+def _is_content(part: dict[str, Any]) -> bool:
+    return (
+        ("text" in part and not part.get("thought")) or "inlineData" in part or "fileData" in part
+    )
+
+
+def read_model_parts(
+    parts: list[Any], index: int, rows: list[Row], pairing: Pairing, problems: Problems
+) -> None:
+    content: list[Any] = []
+    calls: list[dict[str, Any]] = []
+    kinds: list[Any] = []
+    for place, part in enumerate(parts):
+        at = f"contents[{index}].parts[{place}]"
+        if not isinstance(part, dict):
+            continue
+        if "functionResponse" in part:
+            problems.add(f"{at}.functionResponse", "belongs in a user turn, not a model turn")
+        elif "functionCall" in part:
+            call = read_call(part, at, f"gemini-{index}-{len(calls)}", problems)
+            if call is not None:
+                calls.append(call)
+                kinds.append("call")
+        elif _is_content(part):
+            content.append(part)
+            kinds.append("content")
+        else:
+            kinds.append(part)
+    pairing.calls = [call["id"] for call in calls]
+    pairing.answered = 0
+    for call in calls:
+        pairing.names[usable_id(call["id"])] = call["function"]["name"]
+    metadata: dict[str, Any] = {"tool_calls": calls} if calls else {}
+    order = layout(kinds)
+    if order is not None:
+        metadata["gemini"] = {"layout": order}
+    rows.append(row("assistant", content or (None if kinds else []), metadata))
+
+
+def read_call(
+    part: dict[str, Any], at: str, made_up_id: str, problems: Problems
+) -> dict[str, Any] | None:
+    call = part["functionCall"]
+    where = f"{at}.functionCall"
+    if not is_object(call, where, problems):
+        return None
+    checks = [
+        has_text(call, "name", where, problems),
+        "id" not in call or has_id(call, "id", where, problems),
+        "args" not in call or is_object(call["args"], f"{where}.args", problems),
+    ]
+    arguments = json_text(call.get("args", {}))
+    if arguments is None:
+        problems.add(f"{where}.args", "cannot be written as JSON text")
+    if not all(checks) or arguments is None:
+        return None
+    kept: dict[str, Any] = {}
+    rest = {**part, "functionCall": without(call, "id", "name", "args")}
+    if rest != {"functionCall": {}}:
+        kept["part"] = rest
+    if "id" not in call:
+        kept["synthesized_id"] = True
+    if "args" not in call:
+        kept["without_args"] = True
+    canonical = {
+        "id": call.get("id", made_up_id),
+        "type": "function",
+        "function": {"name": call["name"], "arguments": arguments},
+    }
+    return {**canonical, "gemini": kept} if kept else canonical
+
+
+def read_user_parts(
+    parts: list[Any], index: int, rows: list[Row], pairing: Pairing, problems: Problems
+) -> None:
+    others: list[Any] = []
+    responses = 0
+    for place, part in enumerate(parts):
+        at = f"contents[{index}].parts[{place}]"
+        if not isinstance(part, dict):
+            continue
+        if "functionCall" in part:
+            problems.add(f"{at}.functionCall", "belongs in a model turn, not a user turn")
+        elif "functionResponse" in part:
+            responses += 1
+            result = read_response(part, at, f"gemini-unpaired-{index}-{place}", pairing, problems)
+            if result is not None:
+                rows.append(result)
+        else:
+            others.append(part)
+    if others or not responses:
+        rows.append(row("user", others))
+
+
+def read_response(
+    part: dict[str, Any], at: str, unpaired_id: str, pairing: Pairing, problems: Problems
+) -> Row | None:
+    answered, pairing.answered = pairing.answered, pairing.answered + 1
+    response = part["functionResponse"]
+    where = f"{at}.functionResponse"
+    if not is_object(response, where, problems):
+        return None
+    checks = [
+        has_text(response, "name", where, problems),
+        "id" not in response or has_id(response, "id", where, problems),
+    ]
+    if "response" not in response:
+        problems.add(f"{where}.response", "is missing")
+        return None
+    if not is_object(response["response"], f"{where}.response", problems) or not all(checks):
+        return None
+    kept: dict[str, Any] = {}
+    if "id" in response:
+        call_id = response["id"]
+    else:
+        call_id = pairing.calls[answered] if answered < len(pairing.calls) else unpaired_id
+        kept["synthesized_id"] = True
+    rest = {**part, "functionResponse": without(response, "id", "name", "response")}
+    if rest != {"functionResponse": {}}:
+        kept["part"] = rest
+    if response["name"] != pairing.names.get(usable_id(call_id), ""):
+        kept["name"] = response["name"]
+    content, is_error, whole = _output(response["response"])
+    if whole:
+        kept["whole_response"] = True
+    metadata: dict[str, Any] = {"tool_call_id": call_id}
+    if is_error:
+        metadata["is_error"] = True
+    if kept:
+        metadata["gemini"] = kept
+    return row("tool", content, metadata)
+
+
+def _output(response: dict[str, Any]) -> tuple[object, bool, bool]:
+    """A response object as (content, is an error, is the whole object)."""
+    for key in ("output", "error"):
+        if set(response) == {key} and isinstance(response[key], str | list | dict):
+            return response[key], key == "error", False
+    return response, "error" in response, True
+
+
+def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, Any]:
+    body = dict(fields)
+    leading = 0
+    while leading < len(messages) and messages[leading].role == "system":
+        leading += 1
+    if leading:
+        turn = inner(namespace(messages[0], "gemini"), "turn")
+        body["systemInstruction"] = {**turn, "parts": system_parts(messages[:leading])}
+    written: list[dict[str, Any]] = []
+    previous: Message | None = None
+    names: dict[str | None, str] = {}
+    for message in messages[leading:]:
+        if message.role == "assistant":
+            calls = declared(message)
+            if is_foreign_item(message) and not calls:
+                continue
+            names.update((usable_id(call.id), call.name) for call in calls)
+            order = namespace(message, "gemini").get("layout")
+            parts = arrange(order, gemini_parts(message.content), [call_part(c) for c in calls])
+            written.append(start(message, "model", parts))
+        else:
+            parts = (
+                [response_part(message, names)]
+                if message.role == "tool"
+                else gemini_parts(message.content)
+            )
+            if joins_results(message, previous, "gemini", NEW_TURN):
+                written[-1]["parts"].extend(parts)
+            else:
+                written.append(start(message, "user", parts))
+        previous = message
+    body["contents"] = written
+    return body
+
+
+def start(message: Message, role: str, parts: list[Any]) -> dict[str, Any]:
+    return {"role": role, **inner(namespace(message, "gemini"), "turn"), "parts": parts}
+
+
+def system_parts(messages: Sequence[Message]) -> list[Any]:
+    return [part for m in messages for part in gemini_parts(m.content)]
+
+
+def gemini_parts(content: object) -> list[Any]:
+    """Content as Gemini parts: parts of other spellings' text become ``{"text"}``."""
+    return [
+        part
+        if text_of(part) is None or (isinstance(part, dict) and "type" not in part)
+        else {"text": text_of(part)}
+        for part in as_parts(content)
+    ]
+
+
+def call_part(call: Call) -> dict[str, Any]:
+    kept = namespace(call.entry, "gemini")
+    rest = inner(kept, "part")
+    function_call = dict(inner(rest, "functionCall"))
+    if not kept.get("synthesized_id") and call.id is not None:
+        function_call["id"] = call.id
+    function_call["name"] = call.name
+    if not kept.get("without_args"):
+        function_call["args"] = arguments_object(call.arguments)
+    return {**rest, "functionCall": function_call}
+
+
+def response_part(message: Message, names: Mapping[str | None, str]) -> dict[str, Any]:
+    kept = namespace(message, "gemini")
+    rest = inner(kept, "part")
+    call_id = message.metadata.get("tool_call_id")
+    response = dict(inner(rest, "functionResponse"))
+    if not kept.get("synthesized_id") and call_id is not None:
+        response["id"] = call_id
+    response["name"] = kept["name"] if "name" in kept else names.get(usable_id(call_id), "")
+    if kept.get("whole_response") and isinstance(message.content, dict):
+        response["response"] = message.content
+    else:
+        key = "error" if message.metadata.get("is_error") is True else "output"
+        response["response"] = {key: "" if message.content is None else message.content}
+    return {**rest, "functionResponse": response}

@@ -1,0 +1,144 @@
+"""OpenAI Chat Completions: a ``messages`` array, or a request body around one.
+
+The stored shape is this format with every key but role and content moved under
+``metadata``, so a message reads exactly as the stored importer reads it, and
+``tool_calls`` are already canonical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from buffers.healing.messages import Message, describe
+
+from .common import (
+    NAMESPACES,
+    Call,
+    Converted,
+    Problems,
+    Row,
+    as_string,
+    body_and_entries,
+    declared,
+    has_choice,
+    has_id,
+    has_text,
+    is_foreign_item,
+    is_object,
+    row,
+    storable,
+    text_of,
+)
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+NOT_SENT = frozenset({"healed", "is_error", "openai_role", *NAMESPACES})
+"""Metadata keys that are the app's or another format's, never an OpenAI message key."""
+
+
+def read(document: object) -> Converted:
+    problems = Problems()
+    fields, messages = body_and_entries(document, "messages", (), problems, "a list of messages")
+    rows = [read_message(raw, f"messages[{index}]", problems) for index, raw in enumerate(messages)]
+    problems.raise_if_any()
+    return Converted([r for r in rows if r is not None], fields)
+
+
+def read_message(raw: object, where: str, problems: Problems) -> Row | None:
+    if not is_object(raw, where, problems) or not storable(raw, where, problems):
+        return None
+    assert isinstance(raw, dict)
+    before = len(problems)
+    if raw.get("role") == "function":
+        problems.add(
+            f"{where}.role",
+            "is 'function', the legacy function-calling role, which names no call to pair "
+            "with; send a 'tool' message with a tool_call_id instead",
+        )
+    else:
+        has_choice(raw, "role", where, ROLES, problems)
+    content = raw.get("content")
+    if content is not None and not isinstance(content, str | list):
+        problems.add(
+            f"{where}.content",
+            f"must be a string, a list of content parts or null, not {describe(content)}",
+        )
+    if raw.get("role") == "tool":
+        has_id(raw, "tool_call_id", where, problems)
+    if raw.get("tool_calls") is not None:
+        check_calls(raw["tool_calls"], f"{where}.tool_calls", problems)
+    if len(problems) > before:
+        return None
+    metadata = {key: value for key, value in raw.items() if key not in ("role", "content")}
+    role = raw["role"]
+    if role == "developer":
+        role, metadata["openai_role"] = "system", "developer"
+    return row(role, content, metadata)
+
+
+def check_calls(calls: object, path: str, problems: Problems) -> None:
+    if not isinstance(calls, list):
+        problems.add(path, f"must be a list of calls, not {describe(calls)}")
+        return
+    for index, call in enumerate(calls):
+        where = f"{path}[{index}]"
+        if not is_object(call, where, problems):
+            continue
+        has_id(call, "id", where, problems)
+        if "function" not in call:
+            problems.add(f"{where}.function", "is missing")
+        elif is_object(call["function"], f"{where}.function", problems):
+            has_text(call["function"], "name", f"{where}.function", problems)
+            has_text(
+                call["function"],
+                "arguments",
+                f"{where}.function",
+                problems,
+                wanted="a string (the arguments as JSON text)",
+            )
+
+
+def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, Any]:
+    written = [write_message(m) for m in messages if not (is_foreign_item(m) and not declared(m))]
+    return {**fields, "messages": written}
+
+
+def write_message(message: Message) -> dict[str, Any]:
+    developer = message.role == "system" and message.metadata.get("openai_role") == "developer"
+    written: dict[str, Any] = {
+        "role": "developer" if developer else message.role,
+        "content": content(message.content),
+    }
+    written.update((k, v) for k, v in message.metadata.items() if k not in NOT_SENT)
+    calls = declared(message)
+    if calls:
+        written["tool_calls"] = [tool_call(call) for call in calls]
+    return written
+
+
+def content(value: object) -> object:
+    if not isinstance(value, list):
+        return as_string(value)
+    return [part if _kept_as_is(part) else _text_part(part) for part in value]
+
+
+def _kept_as_is(part: object) -> bool:
+    return not isinstance(part, dict) or part.get("type") == "text" or text_of(part) is None
+
+
+def _text_part(part: object) -> dict[str, Any]:
+    return {"type": "text", "text": text_of(part)}
+
+
+def tool_call(call: Call) -> dict[str, Any]:
+    """A declared call in OpenAI's spelling: as stored when it already is (less the other
+    formats' keys), else built from its parts."""
+    entry = call.entry
+    if isinstance(entry.get("function"), dict) and "id" in entry and "tool_call_id" not in entry:
+        return {key: value for key, value in entry.items() if key not in NAMESPACES}
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
