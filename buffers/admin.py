@@ -13,6 +13,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import ActionLocation
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 
 from . import healing, presenters, services
@@ -150,7 +151,8 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
                 healed += len(report.healed)
             self.message_user(
                 request,
-                f"Healed {healed} unanswered calls in {len(chosen)} conversations.",
+                f"Healed {healed} unanswered call{pluralize(healed)} in "
+                f"{len(chosen)} conversation{pluralize(len(chosen))}.",
                 messages.SUCCESS,
             )
             return None

@@ -27,7 +27,8 @@ from ninja.parser import Parser
 from pydantic import ConfigDict, WithJsonSchema
 from pydantic_core import ErrorDetails
 
-from . import healing, selectors, services
+from . import exports, healing, selectors, services, transcripts
+from .healing import sendability
 from .models import Conversation
 
 MAX_PAGE = 500
@@ -211,10 +212,60 @@ class FindingOut(Schema):
     related_index: int | None
 
 
+class RejectionOut(Schema):
+    index: int
+    tool_call_id: str | None
+    reason: str
+    sentence: str
+
+
+class VerdictOut(Schema):
+    provider: str = Field(examples=list(sendability.PROVIDERS))
+    accepted: bool
+    summary: str = Field(examples=["OpenAI would reject this: call c1 at message 3 has no result"])
+    rejections: list[RejectionOut]
+
+
 class AnalysisOut(Schema):
     count: int
     unanswered: list[UnansweredOut]
     findings: list[FindingOut]
+    sendability: list[VerdictOut] = Field(
+        description="Whether each provider would accept the buffer as history, and if not, why."
+    )
+
+
+ImportFormat = Literal["auto", "stored", "openai-chat", "openai-responses", "anthropic", "gemini"]
+ExportFormat = Literal[
+    "stored", "stored-jsonl", "normalized", "openai-chat", "openai-responses", "anthropic", "gemini"
+]
+
+
+class ImportIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    format: ImportFormat = Field("auto", description="Detected from the document unless given.")
+    title: healing.StorableText = Field(
+        "", max_length=300, description="For a format that has no title; else the format's."
+    )
+    document: Any = Field(
+        description="A transcript as a file would hold it: a stored-shape conversation or a "
+        "list of them, an OpenAI Chat body or messages list, OpenAI Responses input items, an "
+        "Anthropic Messages body, Gemini contents, or a list of bodies."
+    )
+
+
+class ImportedConversation(Created):
+    source_format: str
+    unanswered: int
+
+
+class Imported(Schema):
+    conversations: list[ImportedConversation]
+
+
+class ExportQuery(Schema):
+    format: ExportFormat = "stored"
 
 
 class Paging(Schema):
@@ -380,6 +431,7 @@ def create_conversation(
                 title=payload.title,
                 source=payload.source or "api",
                 origin="",
+                source_format="stored",
             )
         ],
         via="api",
@@ -387,6 +439,37 @@ def create_conversation(
     )
     response["Location"] = reverse("api:conversation", kwargs={"conversation_id": conversation.pk})
     return Status(201, {"id": conversation.pk, "count": conversation.message_count})
+
+
+@api.post(
+    "/imports",
+    response={201: Imported, 400: Error, 405: Error, 413: Error, 422: Error, 503: Error},
+    tags=["conversations"],
+)
+def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[str, Any]]:
+    """Store a transcript in the stored shape or a provider's, verbatim and in one transaction:
+    every conversation it holds is stored, or none."""
+    try:
+        incoming = transcripts.read_document(
+            payload.document, payload.format, payload.title or "imported", origin="document."
+        )
+    except healing.InvalidInput as error:
+        raise error.within("document.") from None
+    created = services.import_conversations(incoming, via="api", by=request.user)
+    return Status(
+        201,
+        {
+            "conversations": [
+                {
+                    "id": c.pk,
+                    "count": c.message_count,
+                    "source_format": c.source_format,
+                    "unanswered": c.unanswered_count,
+                }
+                for c in created
+            ]
+        },
+    )
 
 
 @_get_and_head(
@@ -486,9 +569,27 @@ def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str
     each, healed placeholders, orphan, duplicate and misplaced results, re-declared and
     unusable ids, each with its message index."""
     conversation = _conversation(conversation_id)
-    analysis = healing.analyze(selectors.buffer_messages(conversation))
+    messages = selectors.buffer_messages(conversation)
+    analysis = healing.analyze(messages)
     return {
         "count": analysis.length,
+        "sendability": [
+            {
+                "provider": verdict.provider,
+                "accepted": verdict.accepted,
+                "summary": verdict.summary,
+                "rejections": [
+                    {
+                        "index": r.index,
+                        "tool_call_id": r.call_id,
+                        "reason": r.reason,
+                        "sentence": r.sentence,
+                    }
+                    for r in verdict.rejections
+                ],
+            }
+            for verdict in sendability.check_all(messages).values()
+        ],
         "unanswered": analysis.unanswered,
         "findings": [
             {
@@ -502,6 +603,22 @@ def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str
             for f in analysis.findings
         ],
     }
+
+
+@_get_and_head(
+    "/conversations/{int:conversation_id}/export",
+    response={200: Any, **_READ_ERRORS},
+    tags=["messages"],
+    url_name="export",
+)
+def export_conversation(
+    request: HttpRequest, conversation_id: int, query: Query[ExportQuery]
+) -> HttpResponse:
+    """The buffer as it is stored, in a format: the stored shape (JSON, or a JSONL line) to
+    import again, the MEM-5 normalized list with what it dropped, or a provider's request
+    body. Not healed: ``analysis`` says which providers would accept it."""
+    exported = exports.export(_conversation(conversation_id), query.format)
+    return HttpResponse(exported.body, content_type=exported.content_type)
 
 
 @csrf_exempt  # an API path: no CSRF token is asked for, here as on the real endpoints

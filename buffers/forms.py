@@ -79,3 +79,52 @@ FORMS: dict[str, type[TurnForm | ToolResultForm | AssistantTurnForm]] = {
     "tool": ToolResultForm,
     "assistant": AssistantTurnForm,
 }
+
+
+class _ManyFiles(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class _FilesField(forms.FileField):
+    """Several files from one input (Django's documented recipe)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", _ManyFiles())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(file, initial) for file in data]
+        return [single(data, initial)]
+
+
+class UploadForm(forms.Form):
+    """Transcript files to import, in the stored shape or a provider's."""
+
+    transcripts = _FilesField(
+        label="Transcript files",
+        help_text=".json or .jsonl, up to 32 MB each; several at once.",
+        widget=_ManyFiles(attrs={"accept": ".json,.jsonl,application/json"}),
+    )
+    format = forms.ChoiceField(
+        label="Format",
+        choices=[
+            ("auto", "Detect it"),
+            ("stored", "Stored shape"),
+            ("openai-chat", "OpenAI Chat Completions"),
+            ("openai-responses", "OpenAI Responses input items"),
+            ("anthropic", "Anthropic Messages"),
+            ("gemini", "Gemini contents"),
+        ],
+        initial="auto",
+    )
+
+    def clean_transcripts(self) -> list[Any]:
+        files: list[Any] = self.cleaned_data["transcripts"]
+        if len(files) > MAX_UPLOAD_FILES:
+            raise forms.ValidationError(f"Upload at most {MAX_UPLOAD_FILES} files at once.")
+        return files
+
+
+MAX_UPLOAD_FILES = 20

@@ -8,7 +8,10 @@ app_name = "buffers"
 
 urlpatterns = [
     path("", views.conversation_list, name="conversation_list"),
+    path("import", views.transcript_upload, name="upload"),
     path("c/<int:pk>/", views.conversation_detail, name="conversation"),
+    path("c/<int:pk>/export/<str:format>", views.conversation_export, name="export"),
+    path("c/<int:pk>/sendability", views.conversation_sendability, name="sendability"),
     path("c/<int:pk>/messages", views.conversation_messages, name="conversation_messages"),
     path("c/<int:pk>/append", views.conversation_append, name="conversation_append"),
     path("c/<int:pk>/history", views.conversation_history, name="conversation_history"),

@@ -12,13 +12,15 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.functional import cached_property
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
-from . import healing, presenters, selectors, services
-from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm
+from . import exports, healing, presenters, selectors, services
+from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
+from .healing import sendability
 from .models import Conversation
+from .transcripts import check_size, read_transcript
 
 PAGE_SIZE = 50
 
@@ -135,6 +137,61 @@ def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
         "buffers/conversation_history.html",
         {"conversation": conversation, "changes": changes},
     )
+
+
+@require_safe
+def conversation_export(request: HttpRequest, pk: int, format: str) -> HttpResponse:
+    """The buffer as a download, in one of ``exports.EXPORT_FORMATS``."""
+    conversation = get_object_or_404(Conversation, pk=pk)
+    if format not in exports.EXPORT_FORMATS:
+        raise Http404(f"No export format {format!r}.")
+    exported = exports.export(conversation, format)
+    response = HttpResponse(exported.body, content_type=exported.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
+    return response
+
+
+@require_safe
+def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Which providers would accept the buffer as history, and why not: it reads the whole
+    buffer, so the page asks for it after it has shown."""
+    conversation = get_object_or_404(Conversation, pk=pk)
+    verdicts = sendability.check_all(selectors.buffer_messages(conversation)).values()
+    context = {"conversation": conversation, "verdicts": verdicts, "window": None}
+    if request.htmx:
+        return render(request, "buffers/conversation_detail.html#sendability", context)
+    return render(request, "buffers/sendability.html", context)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
+    """Import transcript files, several at once, all or none: a file with an error
+    imports nothing, and nor do the others sent with it."""
+    form = UploadForm(request.POST or None, request.FILES or None)
+    created: list[Conversation] = []
+    problems: list[healing.Problem] = []
+    if request.method == "POST" and form.is_valid():
+        incoming: list[services.ConversationIn] = []
+        for upload in form.cleaned_data["transcripts"]:
+            try:
+                check_size(upload.name, upload.size)  # before reading it into memory
+                incoming += read_transcript(
+                    upload.read(), name=upload.name, format=form.cleaned_data["format"]
+                )
+            except healing.InvalidInput as error:
+                problems += error.problems
+        if not problems:
+            try:
+                created = services.import_conversations(incoming, via="inspector", by=request.user)
+            except healing.InvalidInput as error:
+                problems = error.problems
+            except services.BufferBusy as busy:
+                problems = [healing.Problem("upload", f"{busy} Try again in a moment.")]
+    context = {"form": form, "created": created, "problems": problems}
+    if request.htmx and request.method == "POST":  # htmx swaps only a 2xx answer
+        return render(request, "buffers/upload.html#upload-result", context)
+    status = 422 if problems or form.errors else 201 if created else 200
+    return render(request, "buffers/upload.html", context, status=status)
 
 
 @require_safe
@@ -274,6 +331,8 @@ def _page_context(
         )
     return {
         "conversation": conversation,
+        "export_formats": exports.EXPORT_FORMATS,
+        "verdicts": None,
         "window": window,
         "range_start": window.start,
         "range_end": window.end,

@@ -272,7 +272,7 @@ def test_the_heal_action_once_confirmed_heals_through_the_service(
         follow=True,
     )
 
-    assert "Healed 1 unanswered calls in 1 conversations." in response.text
+    assert "Healed 1 unanswered call in 1 conversation." in response.text
     assert selectors.buffer_messages(crashed)[2].as_stored() == placeholder("c2")
     assert_consistent(crashed)
     assert crashed.unanswered_count == 0

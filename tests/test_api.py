@@ -368,6 +368,8 @@ def test_the_openapi_document_describes_the_contract_and_the_docs_render(client:
         "/api/conversations/{conversation_id}",
         "/api/conversations/{conversation_id}/messages",
         "/api/conversations/{conversation_id}/analysis",
+        "/api/conversations/{conversation_id}/export",
+        "/api/imports",
     }
     assert docs.status_code == 200
     assert b"swagger-ui-bundle.js" in docs.content

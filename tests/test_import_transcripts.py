@@ -254,7 +254,11 @@ BAD_FILES = [
     pytest.param(
         "number.json",
         "42\n",
-        ["file: must hold a conversation object or a list of them, not a number"],
+        [
+            "file: is not a conversation in a format this reads: expected an object with "
+            "messages (OpenAI Chat, Anthropic or stored), input (OpenAI Responses) or contents "
+            "(Gemini), or a list of messages, input items or contents; found a number"
+        ],
         id="a top-level value that is neither object nor list",
     ),
     pytest.param(
@@ -299,19 +303,16 @@ BAD_FILES = [
     pytest.param(
         "call-id.json",
         '{"messages": [{"role": "assistant", "tool_calls": [{"id": 1.5}]}]}',
-        [
-            "conversation.messages[0].tool_calls[0].id: must be a string (or an integer), "
-            "not a number"
+        [  # no stored-shape field: read as OpenAI Chat, which also wants the function
+            "messages[0].tool_calls[0].id: must be a string (or an integer), not a number",
+            "messages[0].tool_calls[0].function: is missing",
         ],
         id="a declared call id that is not a string or an integer",
     ),
     pytest.param(
         "result-id.jsonl",
         '{"messages": [{"role": "user"}, {"role": "tool", "tool_call_id": true}]}\n',
-        [
-            "line 1: conversation.messages[1].tool_call_id: must be a string (or an integer), "
-            "not a boolean"
-        ],
+        ["line 1: messages[1].tool_call_id: must be a string (or an integer), not a boolean"],
         id="a result id that is not a string or an integer",
     ),
     pytest.param(
@@ -437,10 +438,9 @@ def test_every_problem_in_a_file_is_reported_not_only_the_first(tmp_path: Path) 
     stderr = import_failing(path)
 
     assert stderr.splitlines() == [
-        f"{path}: line 1: conversation.messages[0].role: must be one of user, assistant, tool, "
-        "system, not 'robot'",
-        f"{path}: line 1: conversation.messages[2].tool_call_id: must be a string "
-        "(or an integer), not a list",
+        f"{path}: line 1: messages[0].role: must be one of system, developer, user, assistant, "
+        "tool, not 'robot'",
+        f"{path}: line 1: messages[2].tool_call_id: must be a string (or an integer), not a list",
         f"{path}: line 3: conversation.scope: must be one of global, user, session, not 'team'",
         f"{path}: line 3: conversation.messages[0]: must be an object, not a string",
         f"{path}: nothing was imported from this file",

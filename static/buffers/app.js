@@ -71,6 +71,27 @@
     list.appendChild(line);
     report.replaceChildren(list);
   }
+  // An upload: show how much of it has been sent (a 30 MB transcript takes a while).
+  function uploadParts(event) {
+    var form = event.detail.elt;
+    if (!form || !form.matches || !form.matches(".upload-form")) return null;
+    return {bar: form.querySelector("#upload-progress"), status: form.querySelector("#upload-status")};
+  }
+  document.body.addEventListener("htmx:xhr:progress", function (event) {
+    var parts = uploadParts(event);
+    if (!parts || !event.detail.lengthComputable) return;
+    var percent = Math.round(100 * event.detail.loaded / event.detail.total);
+    parts.bar.hidden = false;
+    parts.bar.value = percent;
+    parts.status.textContent = percent < 100 ? "Sending… " + percent + "%" : "Importing…";
+  });
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    var parts = uploadParts(event);
+    if (!parts) return;
+    parts.bar.hidden = true;
+    parts.status.textContent = event.detail.successful ? "" : "The upload failed; nothing was imported.";
+  });
+
   document.body.addEventListener("htmx:responseError", reportFailure);
   document.body.addEventListener("htmx:sendError", reportFailure);
 })();

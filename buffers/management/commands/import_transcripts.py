@@ -1,4 +1,5 @@
-"""manage.py import_transcripts FILE...: store transcripts verbatim (see buffers.transcripts)."""
+"""manage.py import_transcripts [--format F] FILE...: store transcripts verbatim, in the stored
+shape or a provider's (see buffers.transcripts)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from tqdm import tqdm
 
 from buffers import services
 from buffers.healing import InvalidInput
-from buffers.transcripts import read_transcript_file
+from buffers.transcripts import FORMATS, read_transcript_file
 
 
 class _Unended:
@@ -41,12 +42,20 @@ class Command(BaseCommand):
             action="store_true",
             help="Leave a conversation alone when its key is already stored, instead of failing.",
         )
+        parser.add_argument(
+            "--format",
+            choices=("auto", *FORMATS),
+            default="auto",
+            help="Read every file in this format instead of detecting it document by document.",
+        )
 
-    def handle(self, *args: Any, files: list[Path], skip_existing: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, files: list[Path], skip_existing: bool, format: str, **options: Any
+    ) -> None:
         failed = 0
         for path in files:
             try:
-                conversations = read_transcript_file(path)
+                conversations = read_transcript_file(path, format)
                 total = sum(len(c.messages) for c in conversations)
                 with tqdm(
                     total=total,
@@ -55,17 +64,13 @@ class Command(BaseCommand):
                     file=_Unended(self.stderr),
                     disable=total < 10_000 or options["verbosity"] == 0,
                 ) as bar:
-                    try:
-                        created = services.import_conversations(
-                            conversations,
-                            via="import_transcripts command",
-                            by=f"{getpass.getuser()} (shell)",
-                            on_existing="skip" if skip_existing else "error",
-                            progress=bar.update,
-                        )
-                    except InvalidInput as error:
-                        # The reader names the file in each problem; the service does not.
-                        raise error.within(f"{path}: ") from None
+                    created = services.import_conversations(
+                        conversations,
+                        via="import_transcripts command",
+                        by=f"{getpass.getuser()} (shell)",
+                        on_existing="skip" if skip_existing else "error",
+                        progress=bar.update,
+                    )
             except InvalidInput as error:
                 failed += 1
                 for problem in error.problems:
