@@ -443,7 +443,7 @@ def create_conversation(
 
 @api.post(
     "/imports",
-    response={201: Imported, 400: Error, 405: Error, 413: Error, 422: Error, 503: Error},
+    response={201: Imported, 400: Error, 405: Error, 422: Error, 503: Error},
     tags=["conversations"],
 )
 def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[str, Any]]:

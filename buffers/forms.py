@@ -93,10 +93,9 @@ class _FilesField(forms.FileField):
         super().__init__(*args, **kwargs)
 
     def clean(self, data: Any, initial: Any = None) -> list[Any]:
-        single = super().clean
-        if isinstance(data, list | tuple):
-            return [single(file, initial) for file in data]
-        return [single(data, initial)]
+        files = list(data) if isinstance(data, list | tuple) else [data]
+        # No file at all is cleaned as one missing file, so that "required" holds.
+        return [super(_FilesField, self).clean(file, initial) for file in files or [None]]
 
 
 class UploadForm(forms.Form):
@@ -118,6 +117,7 @@ class UploadForm(forms.Form):
             ("gemini", "Gemini contents"),
         ],
         initial="auto",
+        required=False,
     )
 
     def clean_transcripts(self) -> list[Any]:

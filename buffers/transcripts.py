@@ -180,8 +180,11 @@ def _read_jsonl(text: str, format: str, title: str) -> list[ConversationIn]:
     return conversations
 
 
-def read_document(document: object, format: str, title: str, origin: str) -> list[ConversationIn]:
-    """The conversations one document holds, read as ``format`` or as detected."""
+def read_document(
+    document: object, format: str = "auto", title: str = "", origin: str = ""
+) -> list[ConversationIn]:
+    """The conversations one JSON document holds, read as ``format`` or as detected;
+    ``title`` names those whose format has no title, ``origin`` starts their places."""
     read_as = _detect(document) if format == "auto" else format
     if read_as == "stored":
         return _stored(document, origin)

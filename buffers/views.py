@@ -167,16 +167,17 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
     """Import transcript files, several at once, all or none: a file with an error
     imports nothing, and nor do the others sent with it."""
-    form = UploadForm(request.POST or None, request.FILES or None)
+    posted = request.method == "POST"
+    form = UploadForm(request.POST if posted else None, request.FILES if posted else None)
     created: list[Conversation] = []
     problems: list[healing.Problem] = []
-    if request.method == "POST" and form.is_valid():
+    if posted and form.is_valid():
         incoming: list[services.ConversationIn] = []
         for upload in form.cleaned_data["transcripts"]:
             try:
                 check_size(upload.name, upload.size)  # before reading it into memory
                 incoming += read_transcript(
-                    upload.read(), name=upload.name, format=form.cleaned_data["format"]
+                    upload.read(), name=upload.name, format=form.cleaned_data["format"] or "auto"
                 )
             except healing.InvalidInput as error:
                 problems += error.problems
@@ -188,7 +189,7 @@ def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
             except services.BufferBusy as busy:
                 problems = [healing.Problem("upload", f"{busy} Try again in a moment.")]
     context = {"form": form, "created": created, "problems": problems}
-    if request.htmx and request.method == "POST":  # htmx swaps only a 2xx answer
+    if request.htmx and posted:  # htmx swaps only a 2xx answer
         return render(request, "buffers/upload.html#upload-result", context)
     status = 422 if problems or form.errors else 201 if created else 200
     return render(request, "buffers/upload.html", context, status=status)
