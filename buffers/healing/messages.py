@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, get_args
 
@@ -108,9 +109,9 @@ def json_problem_at(value: object) -> tuple[str, str] | None:
     """Where in ``value`` the problem ``json_problem`` finds is (``[2].text``, ``.note``, or
     ``""`` for the value itself; nesting too deep is named at the value), and the problem.
     Slower than ``json_problem``: for errors only."""
-    pending: list[tuple[object, str, int]] = [(value, "", 0)]
+    pending: deque[tuple[object, str, int]] = deque([(value, "", 0)])
     while pending:
-        item, where, depth = pending.pop(0)
+        item, where, depth = pending.popleft()
         if isinstance(item, list | dict) and depth >= MAX_DEPTH:
             return "", f"nests arrays or objects more than {MAX_DEPTH} levels deep"
         if isinstance(item, list):

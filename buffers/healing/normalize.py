@@ -233,8 +233,9 @@ def _repair(rows: list[Row], drops: list[Drop]) -> list[dict[str, Any]]:
 
     repaired: list[dict[str, Any]] = []
     answered: set[str] = set()
-    run_of: list[str] = []
-    """The calls of the turn whose run of results is being read."""
+    run_of: dict[str, None] = {}
+    """The calls of the turn whose run of results is being read, in declaration order (a
+    dict, so that asking whether a result belongs to the run does not scan the turn)."""
     started = False
     """Whether a turn has been seen (system messages aside): results before it are leading."""
 
@@ -247,7 +248,9 @@ def _repair(rows: list[Row], drops: list[Drop]) -> list[dict[str, Any]]:
             end_run()
             repaired.append(message)
             started = started or message["role"] != "system"
-            run_of.extend(cid for call in message.get("tool_calls", []) if (cid := call_id(call)))
+            run_of.update(
+                (cid, None) for call in message.get("tool_calls", []) if (cid := call_id(call))
+            )
             continue
         cid = message["tool_call_id"]
         if cid is None:

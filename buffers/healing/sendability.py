@@ -14,6 +14,9 @@ What is checked, and what is not:
   separates them. OpenAI Responses, Anthropic and Gemini take instructions out of
   band: the exporter lifts system messages out, so they neither count as a turn nor
   separate one from its results.
+- A row that keeps an OpenAI Responses item other formats have no place for
+  (``reasoning``...) and declares no call is left out by the OpenAI Chat, Anthropic and
+  Gemini exporters, so it is not checked for them either: it separates nothing.
 - An empty buffer is acceptable history: the request adds the new turn to it.
 - Not checked: what pairing does not decide (empty content, alternation of user and
   assistant turns, the shape of content parts).
@@ -21,12 +24,16 @@ What is checked, and what is not:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from .ids import declared_calls, result_call_id
 from .messages import Message
+
+Indexed = Iterable[tuple[int, Message]]
+"""The messages a provider is sent, each with its index in the buffer (read once, as it
+goes: not made into a list, which for a long buffer costs more than the check)."""
 
 PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -85,19 +92,26 @@ def check(messages: Sequence[Message], provider: str) -> Verdict:
     """The verdict of one provider (one of ``PROVIDERS``) on a stored buffer."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}: one of {', '.join(PROVIDERS)}")
-    if provider == "openai-chat":
-        found = _adjacent_results(messages, lift_system=False, results_first=False)
-    elif provider == "anthropic":
-        found = _adjacent_results(messages, lift_system=True, results_first=True)
-    elif provider == "openai-responses":
-        found = _results_after_calls(messages)
+    if provider == "openai-responses":
+        found = _results_after_calls(enumerate(messages))
     else:
-        found = _gemini_turns(messages)
+        sent = ((i, m) for i, m in enumerate(messages) if not _left_out(m))
+        if provider == "openai-chat":
+            found = _adjacent_results(sent, lift_system=False, results_first=False)
+        elif provider == "anthropic":
+            found = _adjacent_results(sent, lift_system=True, results_first=True)
+        else:
+            found = _gemini_turns(sent)
     return Verdict(provider, tuple(sorted(found, key=lambda r: r.index)))
 
 
 def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
     return {provider: check(messages, provider) for provider in PROVIDERS}
+
+
+def _left_out(message: Message) -> bool:
+    """A kept Responses item with no call, which only the Responses exporter writes."""
+    return isinstance(message.metadata.get("responses_item"), dict) and not declared_calls(message)
 
 
 def _unusable_calls(index: int, message: Message) -> list[Rejection]:
@@ -124,7 +138,7 @@ def _no_usable_id(index: int, what: str) -> Rejection:
 
 
 def _adjacent_results(
-    messages: Sequence[Message], *, lift_system: bool, results_first: bool
+    messages: Indexed, *, lift_system: bool, results_first: bool
 ) -> list[Rejection]:
     """OpenAI Chat and Anthropic: every call of a turn is answered by the tool results
     right after it (the run of tool messages, which the Anthropic exporter sends as the
@@ -150,7 +164,7 @@ def _adjacent_results(
             if at is None and turn is not None
         )
 
-    for index, message in enumerate(messages):
+    for index, message in messages:
         if message.role == "system" and lift_system:
             continue
         if message.role != "tool":
@@ -202,12 +216,12 @@ def _adjacent_results(
     return found
 
 
-def _results_after_calls(messages: Sequence[Message]) -> list[Rejection]:
+def _results_after_calls(messages: Indexed) -> list[Rejection]:
     """OpenAI Responses: every function call has an output somewhere after it, and every
     output a call somewhere before it. The first declaration of an id owns it (A4)."""
     found: list[Rejection] = []
     calls: dict[str, tuple[int, bool]] = {}
-    for index, message in enumerate(messages):
+    for index, message in messages:
         if message.role == "assistant":
             found.extend(_unusable_calls(index, message))
             for _, cid in declared_calls(message):
@@ -238,7 +252,7 @@ def _results_after_calls(messages: Sequence[Message]) -> list[Rejection]:
     return found
 
 
-def _gemini_turns(messages: Sequence[Message]) -> list[Rejection]:
+def _gemini_turns(messages: Indexed) -> list[Rejection]:
     """Gemini: a function call turn comes right after a user turn or a function response
     turn (so not first), and the response turn right after it (the run of tool messages)
     holds as many responses as it made calls. Responses pair by position, not by id."""
@@ -262,7 +276,7 @@ def _gemini_turns(messages: Sequence[Message]) -> list[Rejection]:
             )
         )
 
-    for index, message in enumerate(messages):
+    for index, message in messages:
         if message.role == "system":
             continue
         if message.role == "tool":

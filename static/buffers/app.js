@@ -72,24 +72,40 @@
     report.replaceChildren(list);
   }
   // An upload: show how much of it has been sent (a 30 MB transcript takes a while).
+  // htmx reports the upload's progress and then the answer's under the same event name;
+  // the first "loadend" is the upload's, after which the server is importing.
   function uploadParts(event) {
     var form = event.detail.elt;
     if (!form || !form.matches || !form.matches(".upload-form")) return null;
-    return {bar: form.querySelector("#upload-progress"), status: form.querySelector("#upload-status")};
+    return {form: form, bar: form.querySelector("#upload-progress"), status: form.querySelector("#upload-status")};
   }
+  document.body.addEventListener("htmx:beforeSend", function (event) {
+    var parts = uploadParts(event);
+    if (parts) parts.form.dataset.uploading = "true";
+  });
   document.body.addEventListener("htmx:xhr:progress", function (event) {
     var parts = uploadParts(event);
-    if (!parts || !event.detail.lengthComputable) return;
+    if (!parts || parts.form.dataset.uploading !== "true" || !event.detail.lengthComputable) return;
     var percent = Math.round(100 * event.detail.loaded / event.detail.total);
     parts.bar.hidden = false;
     parts.bar.value = percent;
-    parts.status.textContent = percent < 100 ? "Sending… " + percent + "%" : "Importing…";
+    parts.status.textContent = "Sending… " + percent + "%";
+  });
+  document.body.addEventListener("htmx:xhr:loadend", function (event) {
+    var parts = uploadParts(event);
+    if (!parts || parts.form.dataset.uploading !== "true") return;
+    delete parts.form.dataset.uploading;
+    parts.bar.value = 100;
+    parts.status.textContent = "Importing…";
   });
   document.body.addEventListener("htmx:afterRequest", function (event) {
     var parts = uploadParts(event);
     if (!parts) return;
+    delete parts.form.dataset.uploading;
     parts.bar.hidden = true;
     parts.status.textContent = event.detail.successful ? "" : "The upload failed; nothing was imported.";
+    // Imported: clear the chosen files, so that pressing Import again does not import them twice.
+    if (event.detail.successful && document.querySelector("#upload-result table")) parts.form.reset();
   });
 
   document.body.addEventListener("htmx:responseError", reportFailure);

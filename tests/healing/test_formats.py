@@ -485,6 +485,20 @@ def test_gemini_calls_without_ids_get_made_up_ids_that_pair_by_position() -> Non
     ]
 
 
+def test_a_gemini_content_without_a_role_is_the_users_and_writes_back_without_one() -> None:
+    document = {
+        "contents": [
+            {"parts": [{"text": "Weather in Paris?"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+            {"parts": [{"functionResponse": {"name": "f", "response": {"output": "14C"}}}]},
+        ]
+    }
+    rows = one(document, "gemini").messages
+
+    assert [r["role"] for r in rows] == ["user", "assistant", "tool"]
+    assert round_trip(document, "gemini") == document
+
+
 def test_a_list_of_request_bodies_is_one_conversation_each() -> None:
     bodies = [OPENAI_CHAT, {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}]
 
@@ -534,6 +548,18 @@ def test_anthropic_results_after_text_are_written_first_as_anthropic_requires() 
         {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
         {"type": "text", "text": "here"},
     ]
+
+
+def test_an_anthropic_result_with_null_content_writes_back_with_null_content() -> None:
+    document = [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": None}]},
+    ]
+
+    assert round_trip(document, "anthropic") == {"messages": document}
 
 
 def test_openai_chat_writes_a_missing_content_as_null() -> None:
@@ -776,6 +802,48 @@ def test_openai_chat_written_as_anthropic_regroups_results_into_one_user_message
             "content": [{"type": "text", "text": "9C"}],
         },
         {"type": "text", "text": "and Oslo?"},
+    ]
+
+
+def test_a_system_message_anywhere_is_lifted_out_by_anthropic_and_gemini() -> None:
+    """Written in place as a user turn, a system message between a call and its results
+    would split them, and both providers would refuse the body."""
+    messages = parse_messages(
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "system", "content": "Answer in French."},
+            {"role": "tool", "tool_call_id": "c1", "content": "14C"},
+            {"role": "user", "content": "thanks"},
+        ]
+    )
+
+    anthropic = write(messages, "anthropic")
+    gemini = write(messages, "gemini")
+
+    assert anthropic["system"] == [
+        {"type": "text", "text": "Be brief."},
+        {"type": "text", "text": "Answer in French."},
+    ]
+    assert [m["role"] for m in anthropic["messages"]] == ["user", "assistant", "user"]
+    assert anthropic["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "14C"},
+        {"type": "text", "text": "thanks"},
+    ]
+    assert gemini["systemInstruction"] == {
+        "parts": [{"text": "Be brief."}, {"text": "Answer in French."}]
+    }
+    assert [c["role"] for c in gemini["contents"]] == ["user", "model", "user"]
+    assert gemini["contents"][2]["parts"] == [
+        {"functionResponse": {"id": "c1", "name": "f", "response": {"output": "14C"}}},
+        {"text": "thanks"},
     ]
 
 
@@ -1053,6 +1121,13 @@ def test_what_cannot_be_stored_is_named_at_its_place() -> None:
     ]
 
 
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_request_field_whose_name_is_not_a_string_is_refused(format: str) -> None:
+    body: dict[Any, Any] = {"messages": [], "input": [], "contents": [], 7: "x"}
+
+    assert problems_of(body, format) == ["7: is a field name that is not a string"]
+
+
 def test_problems_in_a_list_of_bodies_name_the_conversation() -> None:
     bodies = [{"messages": []}, {"messages": [{"role": "tool"}]}]
 
@@ -1225,7 +1300,7 @@ def anthropic_documents(draw: st.DrawFn) -> dict[str, Any]:
             for cid in draw(st.lists(call_ids, max_size=2)):
                 result: dict[str, Any] = {"type": "tool_result", "tool_use_id": cid}
                 if draw(st.booleans()):
-                    result["content"] = draw(texts)
+                    result["content"] = draw(st.none() | texts)
                 if draw(st.booleans()):
                     result["is_error"] = draw(st.booleans())
                 blocks.append(result)
@@ -1282,7 +1357,8 @@ def gemini_documents(draw: st.DrawFn) -> dict[str, Any]:
                     response["id"] = draw(call_ids)
                 parts.append({"functionResponse": response})
             parts.extend({"text": t} for t in draw(st.lists(texts, max_size=2)))
-        contents.append({"role": role, "parts": parts})
+        without_role = role == "user" and draw(st.booleans())
+        contents.append({"parts": parts} if without_role else {"role": role, "parts": parts})
     return {"contents": contents}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -355,12 +356,26 @@ def test_tool_calls_that_are_not_a_list_count_as_one_unusable_call() -> None:
 
 
 def test_normalizing_leaves_its_input_unchanged() -> None:
-    entries = [user(), assistant("c1", "0"), result("c1")]
-    before = [dict(e, metadata=dict(e["metadata"])) for e in entries]
+    flat_turn = {"role": "assistant", "content": "", "tool_calls": [{"id": "c2"}, {"id": "c2"}]}
+    entries = [user(), assistant("c1", "0"), result("c1"), flat_turn, system(), result("c2")]
+    before = copy.deepcopy(entries)
 
     normalize(entries)
 
     assert entries == before
+
+
+@pytest.mark.rule("MEM-5")
+def test_a_turn_with_very_many_calls_keeps_every_call_and_its_result() -> None:
+    # Its cost (it was quadratic in the calls of one turn) is in benchmarks/exchange.py.
+    ids = [f"c{n}" for n in range(40_000)]
+    turn = {"role": "assistant", "content": "", "tool_calls": [{"id": cid} for cid in ids]}
+    results = [{"role": "tool", "content": "ok", "tool_call_id": cid} for cid in reversed(ids)]
+
+    normalized = normalize([user(), turn, *results])
+
+    assert normalized.dropped == 0
+    assert [m.get("tool_call_id") for m in normalized.messages[2:]] == list(reversed(ids))
 
 
 # Properties over generated buffers

@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from buffers.healing import parse_messages
+from buffers.healing import InvalidInput, parse_messages
+from buffers.healing.formats import read, write
 from buffers.healing.normalize import normalize
 from buffers.healing.sendability import PROVIDERS, Verdict, check, check_all
 from tests.buffers import assistant, placeholder, result, user
@@ -314,3 +317,75 @@ def test_the_misordered_mem5_buffer_is_rejected_and_accepted_once_normalized(pro
 
     assert not check(misordered, provider).accepted
     assert check(normalized, provider).accepted
+
+
+# What is checked is what the exporter sends
+
+
+REASONING: dict[str, Any] = {
+    "role": "assistant",
+    "content": None,
+    "metadata": {"responses_item": {"type": "reasoning", "id": "rs_1", "summary": []}},
+}
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic"])
+def test_a_kept_responses_item_that_other_exporters_leave_out_separates_nothing(
+    provider: str,
+) -> None:
+    assert verdict(provider, user(), assistant("c1"), REASONING, result("c1")).accepted
+
+
+def test_a_kept_responses_item_is_not_a_model_turn_for_gemini() -> None:
+    assert verdict("gemini", user(), REASONING, assistant("c1"), result("c1")).accepted
+
+
+def test_a_kept_responses_item_that_declares_calls_is_still_a_call_turn() -> None:
+    with_calls = REASONING | {
+        "metadata": {**REASONING["metadata"], "tool_calls": [{"id": "c1", "name": "f"}]}
+    }
+
+    assert [r.reason for r in verdict("openai-chat", user(), with_calls, user()).rejections] == [
+        "unanswered_call"
+    ]
+
+
+ROWS = st.sampled_from(
+    [
+        user(),
+        user("again"),
+        system(),
+        assistant(content="prose"),
+        assistant("c1"),
+        assistant("c2", "c3"),
+        assistant("c1", content="again"),
+        result("c1"),
+        result("c2"),
+        result("c3"),
+        result("c9"),
+        placeholder("c1"),
+        REASONING,
+    ]
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(ROWS, max_size=8), st.sampled_from(PROVIDERS))
+@example([user(), assistant("c1"), system(), result("c1"), user()], "anthropic")
+@example([user(), assistant("c1"), system(), result("c1"), user()], "gemini")
+@example([user(), assistant("c1"), REASONING, result("c1")], "openai-chat")
+@example([user(), REASONING, assistant("c1"), result("c1")], "gemini")
+def test_the_verdict_on_a_buffer_is_the_verdict_on_what_the_exporter_sends(
+    rows: list[dict[str, Any]], provider: str
+) -> None:
+    """Writing a buffer in a provider's format and reading it back gives what that provider
+    would be sent; the check must say the same of both (a system message the exporter
+    lifts out, a Responses item it leaves out, results it regroups)."""
+    buffer = parse_messages(rows)
+    try:
+        [sent] = read(write(buffer, provider), provider)
+    except InvalidInput:
+        return
+    again = parse_messages(sent.messages)
+
+    assert check(buffer, provider).accepted == check(again, provider).accepted

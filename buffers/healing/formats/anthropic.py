@@ -1,6 +1,7 @@
 """Anthropic Messages: ``{"system", "messages", ...}`` or a bare list of messages.
 
-``system`` (a string or a list of text blocks, kept as given) is a leading system row.
+``system`` (a string or a list of text blocks, kept as given) is a leading system row;
+writing puts every system row back there, wherever it stands in the buffer.
 An assistant message's text blocks are its content and its ``tool_use`` blocks its
 canonical ``tool_calls`` (``arguments`` = the JSON text of ``input``); any other block
 (``thinking``...) and an order other than text-then-calls are kept in
@@ -201,21 +202,27 @@ def read_tool_result(block: dict[str, Any], at: str, problems: Problems) -> Row 
     metadata: dict[str, Any] = {"tool_call_id": block["tool_use_id"]}
     if "is_error" in block:
         metadata["is_error"] = block["is_error"]
-    if extras := without(block, "type", "tool_use_id", "content", "is_error"):
+    # An explicit null content is kept with the block's other keys: the row's null
+    # content would otherwise write back as no content key at all.
+    consumed = ("content",) if content is not None else ()
+    if extras := without(block, "type", "tool_use_id", "is_error", *consumed):
         metadata["anthropic"] = {"block": extras}
     return row("tool", content, metadata)
 
 
 def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Every system row, wherever it stands, goes into the top-level ``system`` (Anthropic
+    has no system message): written in place as a user message, one between a call and
+    its results would split them, which the sendability check counts on not happening."""
     body = dict(fields)
-    leading = 0
-    while leading < len(messages) and messages[leading].role == "system":
-        leading += 1
-    if leading:
-        body["system"] = system(messages[:leading])
+    instructions = [message for message in messages if message.role == "system"]
+    if instructions:
+        body["system"] = system(instructions)
     written: list[dict[str, Any]] = []
     previous: Message | None = None
-    for message in messages[leading:]:
+    for message in messages:
+        if message.role == "system":
+            continue
         if message.role == "assistant":
             if is_foreign_item(message) and not declared(message):
                 continue

@@ -154,7 +154,10 @@ def fields_of(
     skipped = set(consumed)
     fields = {name: value for name, value in body.items() if name not in skipped}
     for name, value in fields.items():
-        storable(value, str(name), problems)
+        if not isinstance(name, str):
+            problems.add(repr(name), "is a field name that is not a string")
+        else:
+            storable(value, name, problems)
     return fields
 
 

@@ -1,12 +1,14 @@
 """Gemini: ``{"contents", "systemInstruction", ...}`` or a bare list of contents, in the
 REST API's camelCase spelling.
 
-Role ``model`` is the assistant. A model turn's text and media parts are its content,
-its ``functionCall`` parts its canonical ``tool_calls``; other parts (thoughts, code
+Role ``model`` is the assistant; a content without a role is the user's, as Gemini
+reads it, and is written back without one. A model turn's text and media parts are its
+content, its ``functionCall`` parts its canonical ``tool_calls``; other parts (thoughts, code
 execution) and an order other than content-then-calls are kept in
 ``metadata.gemini.layout``. A user turn becomes one tool row per ``functionResponse``
 part, then one user row for its other parts if it has any; writing regroups them as
-for Anthropic. ``systemInstruction`` is a leading system row whose content is its parts.
+for Anthropic. ``systemInstruction`` is a leading system row whose content is its parts;
+writing puts every system row back there, wherever it stands in the buffer.
 
 Ids are optional in Gemini. A call without one gets ``gemini-<turn>-<k>`` (its turn's
 index in ``contents``, its place among the turn's calls). A response without one
@@ -55,6 +57,8 @@ from .common import (
 )
 
 NEW_TURN = "new_turn"
+WITHOUT_ROLE = "without_role"
+"""Marks the first row of a content read without a role, to write it back without one."""
 SNAKE_CASE = {"function_call": "functionCall", "function_response": "functionResponse"}
 
 
@@ -123,21 +127,27 @@ def read_turn(
     if not is_object(turn, where, problems) or not storable(turn, where, problems):
         return
     assert isinstance(turn, dict)
-    role_ok = has_choice(turn, "role", where, ("user", "model", "function"), problems)
+    # The role is optional: Gemini takes a content without one as the user's.
+    role_ok = "role" not in turn or has_choice(
+        turn, "role", where, ("user", "model", "function"), problems
+    )
+    role = turn.get("role", "user")
     parts = _parts(turn, where, problems)
     if not role_ok or parts is None:
         return
     first = len(rows)
-    if turn["role"] == "model":
+    if role == "model":
         read_model_parts(parts, index, rows, pairing, problems)
     else:
         read_user_parts(parts, index, rows, pairing, problems)
     if len(rows) > first:
         mark_new_turn(rows, first, "gemini", NEW_TURN)
-        usual = "model" if turn["role"] == "model" else "user"
-        extras = without(turn, "parts", *(["role"] if turn["role"] == usual else []))
+        usual = "model" if role == "model" else "user"
+        extras = without(turn, "parts", *(["role"] if role == usual else []))
         if extras:
             rows[first]["metadata"].setdefault("gemini", {})["turn"] = extras
+        if "role" not in turn:
+            rows[first]["metadata"].setdefault("gemini", {})[WITHOUT_ROLE] = True
 
 
 def _is_content(part: dict[str, Any]) -> bool:
@@ -282,17 +292,20 @@ def _output(response: dict[str, Any]) -> tuple[object, bool, bool]:
 
 
 def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Every system row, wherever it stands, goes into ``systemInstruction``: written in
+    place as a user turn, one between a call turn and its responses would split them,
+    which the sendability check counts on not happening."""
     body = dict(fields)
-    leading = 0
-    while leading < len(messages) and messages[leading].role == "system":
-        leading += 1
-    if leading:
-        turn = inner(namespace(messages[0], "gemini"), "turn")
-        body["systemInstruction"] = {**turn, "parts": system_parts(messages[:leading])}
+    instructions = [message for message in messages if message.role == "system"]
+    if instructions:
+        turn = inner(namespace(instructions[0], "gemini"), "turn")
+        body["systemInstruction"] = {**turn, "parts": system_parts(instructions)}
     written: list[dict[str, Any]] = []
     previous: Message | None = None
     names: dict[str | None, str] = {}
-    for message in messages[leading:]:
+    for message in messages:
+        if message.role == "system":
+            continue
         if message.role == "assistant":
             calls = declared(message)
             if is_foreign_item(message) and not calls:
@@ -317,7 +330,11 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
 
 
 def start(message: Message, role: str, parts: list[Any]) -> dict[str, Any]:
-    return {"role": role, **inner(namespace(message, "gemini"), "turn"), "parts": parts}
+    kept = namespace(message, "gemini")
+    turn = {"role": role, **inner(kept, "turn"), "parts": parts}
+    if kept.get(WITHOUT_ROLE) is True and role == "user":
+        del turn["role"]
+    return turn
 
 
 def system_parts(messages: Sequence[Message]) -> list[Any]:
