@@ -2,7 +2,9 @@
 
 Every endpoint calls the service (writes) or the selectors (reads); no rule is
 implemented here. Errors are JSON: ``{"detail": "...", "problems": [{"path", "message"}]}``.
-Open, for now: access rules come later, and ``make run`` binds to 127.0.0.1.
+Every request is a user's: an API token's or a signed-in session's (401 otherwise), and
+``buffers.access`` decides what it may see (404 for the rest, so ids do not leak) and
+drive (403 for a conversation it may only view).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from django.views.defaults import bad_request, server_error
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError, ValidationErrorContext
 from ninja.parser import Parser
+from ninja.security import HttpBearer, django_auth
 from pydantic import ConfigDict, WithJsonSchema
 from pydantic_core import ErrorDetails
 
-from . import exports, healing, selectors, services, transcripts
+from . import access, exports, healing, selectors, services, transcripts
 from .healing import sendability
 from .models import Conversation
 
@@ -63,6 +66,17 @@ class _JsonObjectParser(Parser):
         return data
 
 
+class _Token(HttpBearer):
+    """``Authorization: Bearer fdw_…``: an API token made in the admin or with
+    ``manage.py api_token``. The caller is then the token's user, as ``request.user``."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        user = access.user_for_token(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
 class _StorageAPI(NinjaAPI):
     def validation_error_from_error_contexts(
         self, error_contexts: list[ValidationErrorContext[Any]]
@@ -92,6 +106,9 @@ api = _StorageAPI(
     ),
     urls_namespace="api",
     parser=_JsonObjectParser(),
+    # A token for outside programs; the signed-in session for the inspector's own pages
+    # (and the interactive docs), with Django's CSRF check on writes.
+    auth=[_Token(), django_auth],
     docs_decorator=lambda view: csrf_exempt(require_safe(csp_override(_DOCS_CSP)(view))),
 )
 
@@ -174,6 +191,15 @@ class OutcomeOut(Schema):
 
 
 class AppendOut(Schema):
+    scope: str = Field(examples=["global", "user", "session"])
+    resolved_scope_id: str = Field(
+        description='The bucket the append went to: "" for the global scope, and "" when '
+        "the scope refused (MEM-7)."
+    )
+    refused: str | None = Field(
+        description="Why the conversation's scope refused the append (MEM-6, MEM-13), "
+        "when it did: then nothing was read or written, and count and appended are 0."
+    )
     count: int = Field(description="Messages in the buffer after the append (MEM-14).")
     appended: int = Field(description="Incoming messages that became new entries (MEM-14).")
     appended_any: bool
@@ -369,9 +395,12 @@ def _storable_id(conversation_id: int) -> int:
     return conversation_id
 
 
-def _conversation(conversation_id: int) -> Conversation:
+def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    """The conversation if the caller may view it; a 404 for one it may not, as for one
+    that does not exist."""
+    visible = access.visible_to(request.user, Conversation.objects.all())
     try:
-        return Conversation.objects.get(pk=_storable_id(conversation_id))
+        return visible.get(pk=_storable_id(conversation_id))
     except Conversation.DoesNotExist:
         raise services.ConversationNotFound(conversation_id) from None
 
@@ -404,8 +433,11 @@ def _get_and_head(path: str, **options: Any) -> Callable[[Callable[..., Any]], C
     return register
 
 
-_ERRORS = {400: Error, 404: Error, 405: Error, 422: Error, 503: Error}
-_READ_ERRORS = {404: Error, 405: Error, 422: Error}
+# 401: no token and no session. 403: a write by a session without its CSRF token, or an
+# append to a conversation the caller may view but not drive. 404: none the caller may see.
+_ERRORS = {400: Error, 401: Error, 403: Error, 404: Error, 405: Error, 422: Error, 503: Error}
+_READ_ERRORS = {401: Error, 404: Error, 405: Error, 422: Error}
+_CREATE_ERRORS = {400: Error, 401: Error, 403: Error, 405: Error, 422: Error, 503: Error}
 _HEADERS: dict[int, Any] = {  # ninja keys responses by int: so must we, or they double
     201: {"headers": {"Location": {"description": "The new conversation's URL.",
                                      "schema": {"type": "string"}}}},
@@ -416,7 +448,7 @@ _HEADERS: dict[int, Any] = {  # ninja keys responses by int: so must we, or they
 
 @api.post(
     "/conversations",
-    response={201: Created, 400: Error, 405: Error, 422: Error, 503: Error},
+    response={201: Created, **_CREATE_ERRORS},
     tags=["conversations"],
     openapi_extra={"responses": _HEADERS},
 )
@@ -436,6 +468,7 @@ def create_conversation(
         ],
         via="api",
         by=request.user,
+        owner=access.real_user(request.user),
     )
     response["Location"] = reverse("api:conversation", kwargs={"conversation_id": conversation.pk})
     return Status(201, {"id": conversation.pk, "count": conversation.message_count})
@@ -443,7 +476,7 @@ def create_conversation(
 
 @api.post(
     "/imports",
-    response={201: Imported, 400: Error, 405: Error, 422: Error, 503: Error},
+    response={201: Imported, **_CREATE_ERRORS},
     tags=["conversations"],
 )
 def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[str, Any]]:
@@ -455,7 +488,9 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
         )
     except healing.InvalidInput as error:
         raise error.within("document.") from None
-    created = services.import_conversations(incoming, via="api", by=request.user)
+    created = services.import_conversations(
+        incoming, via="api", by=request.user, owner=access.real_user(request.user)
+    )
     return Status(
         201,
         {
@@ -480,7 +515,7 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
 def list_conversations(request: HttpRequest, filters: Query[ConversationFilter]) -> dict[str, Any]:
     """Conversations, newest (most recently created) first, so that paging stays put while
     others append."""
-    conversations = selectors.conversations_newest()
+    conversations = access.visible_to(request.user, selectors.conversations_newest())
     if filters.unanswered is True:
         conversations = conversations.with_unanswered_calls()
     elif filters.unanswered is False:
@@ -502,7 +537,7 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
     url_name="conversation",
 )
 def get_conversation(request: HttpRequest, conversation_id: int) -> dict[str, Any]:
-    return _conversation_out(_conversation(conversation_id))
+    return _conversation_out(_conversation(request, conversation_id))
 
 
 @api.post(
@@ -516,10 +551,16 @@ def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) ->
     """Append under the rules (MEM-1, 2, 3, 10, 11, 12, 14). A batch is processed one message
     at a time; a refused batch writes nothing. Indexes are positions in the resulting buffer."""
     messages = healing.parse_messages(batch.messages, appendable=True)
+    conversation = _conversation(request, conversation_id)
+    if not access.may_drive(request.user, conversation):
+        raise HttpError(403, "You may view this conversation but not drive it: only its owner may.")
     report = services.append_messages(
-        conversation_id=_storable_id(conversation_id), messages=messages, via="api", by=request.user
+        conversation=conversation, messages=messages, via="api", by=request.user
     )
     return {
+        "scope": conversation.scope,
+        "resolved_scope_id": "" if report.refusal else conversation.scope_id,
+        "refused": report.refusal or None,
         "count": report.count,
         "appended": report.appended,
         "appended_any": report.appended_any,
@@ -548,7 +589,7 @@ def list_messages(
 ) -> dict[str, Any]:
     """The buffer in order, in the stored shape, a page at a time: a page deep in a long
     buffer costs what the first one does."""
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     limit = min(paging.limit, MAX_PAGE)
     rows = selectors.messages_page(conversation, offset=paging.offset, limit=limit)
     return {
@@ -568,7 +609,7 @@ def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str
     """What is wrong or notable in the buffer: unanswered calls with the turn that declared
     each, healed placeholders, orphan, duplicate and misplaced results, re-declared and
     unusable ids, each with its message index."""
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     messages = selectors.buffer_messages(conversation)
     analysis = healing.analyze(messages)
     return {
@@ -617,7 +658,7 @@ def export_conversation(
     """The buffer as it is stored, in a format: the stored shape (JSON, or a JSONL line) to
     import again, the MEM-5 normalized list with what it dropped, or a provider's request
     body. Not healed: ``analysis`` says which providers would accept it."""
-    exported = exports.export(_conversation(conversation_id), query.format)
+    exported = exports.export(_conversation(request, conversation_id), query.format)
     return HttpResponse(exported.body, content_type=exported.content_type)
 
 

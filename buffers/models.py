@@ -18,6 +18,8 @@ placeholders) is kept in indexed columns filled by the pure core's one id reader
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import uuid
 from typing import Any, ClassVar, cast
 
@@ -63,6 +65,21 @@ class Conversation(models.Model):
         blank=True,
         on_delete=models.DB_SET_NULL,
         related_name="conversations",
+        help_text="Who may view and drive it (append, heal). Nobody, when empty.",
+    )
+    viewers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        through="SharedWithUser",
+        related_name="shared_conversations",
+        help_text="Users it is shared with: they may view it, never drive it.",
+    )
+    viewer_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        through="SharedWithGroup",
+        related_name="shared_conversations",
+        help_text="Groups it is shared with: their members may view it, never drive it.",
     )
     scope = models.CharField(max_length=20, choices=Scope, default=Scope.GLOBAL)
     scope_id = models.CharField(
@@ -118,6 +135,34 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+
+class SharedWithUser(models.Model):
+    conversation = models.ForeignKey(Conversation, on_delete=models.DB_CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DB_CASCADE)
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(fields=["conversation", "user"], name="shared_with_user_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"conversation {self.conversation_id} shared with user {self.user_id}"
+
+
+class SharedWithGroup(models.Model):
+    conversation = models.ForeignKey(Conversation, on_delete=models.DB_CASCADE)
+    group = models.ForeignKey("auth.Group", on_delete=models.DB_CASCADE)
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(
+                fields=["conversation", "group"], name="shared_with_group_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"conversation {self.conversation_id} shared with group {self.group_id}"
 
 
 class Block(models.Model):
@@ -274,3 +319,54 @@ class BufferChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} via {self.via} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def live(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True, user__is_active=True)
+
+
+class ApiToken(models.Model):
+    """A bearer token for the storage API. Only its SHA-256 digest is stored: the token
+    itself is shown once, when it is made (``ApiToken.issue``), and cannot be read back.
+    A token is 256 random bits, so a fast hash is enough; a password hash would only
+    slow every request."""
+
+    PREFIX = "fdw_"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, help_text="What it is for, to tell tokens apart.")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    hint = models.CharField(
+        max_length=12, editable=False, help_text="The token's first characters, to recognize it."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hint}…)"
+
+    @staticmethod
+    def digest_of(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user: Any, name: str) -> tuple[ApiToken, str]:
+        """A new token for ``user``: the stored row, and the token (shown once)."""
+        token = cls.PREFIX + secrets.token_urlsafe(32)
+        row = cls.objects.create(
+            user=user, name=name, digest=cls.digest_of(token), hint=token[: len(cls.PREFIX) + 6]
+        )
+        return row, token
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None

@@ -322,6 +322,8 @@ def _parts(content: Any) -> Iterable[Part]:
 
 def report_sentences(report: healing.AppendReport, kind: str) -> list[str]:
     """What an append did, in words: "healed 2 calls: c1 after message 0, c4 after message 7"."""
+    if report.refusal:
+        return [f"Nothing was read or written: the buffer's scope refused ({report.refusal})."]
     sentences = []
     if report.healed:
         calls = ", ".join(f"{h.tool_call_id} after message {h.declared_at}" for h in report.healed)

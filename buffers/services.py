@@ -100,9 +100,18 @@ class Writer:
 
 
 def append_messages(
-    *, conversation_id: int, messages: Sequence[healing.Message], via: str, by: Actor = None
+    *,
+    conversation_id: int | None = None,
+    conversation: Conversation | None = None,
+    messages: Sequence[healing.Message],
+    via: str,
+    by: Actor = None,
 ) -> healing.AppendReport:
     """Append a batch under MEM-1, 2, 3, 10, 11 and 14; return what happened (MEM-14).
+
+    The buffer's scope is resolved first (``resolve_scope``): when it refuses, nothing is
+    read or written and the report is the neutral one. Given the ``conversation`` an
+    entry point has loaded, a refusal makes no query at all (MEM-7).
 
     Raises ``InvalidInput`` (nothing written) when a message cannot be appended under
     the rules, and ``ConversationNotFound``.
@@ -118,14 +127,71 @@ def append_messages(
     problems = healing.appendable_problems(messages)
     if problems:
         raise healing.InvalidInput(problems)
+    target = conversation if conversation is not None else _conversation(conversation_id)
+    resolution = resolve_scope(target, via)
+    if resolution.refused:
+        return healing.AppendReport.refused(resolution.reason)
 
-    def append(conversation: Conversation) -> healing.AppendReport:
-        facts, stored = _load_facts(conversation, messages)
+    def append(locked: Conversation) -> healing.AppendReport:
+        facts, stored = _load_facts(locked, messages)
         plan = healing.plan_append(facts, messages)
-        _apply(conversation, plan, stored, Writer(via, by, Action.APPEND))
+        _apply(locked, plan, stored, Writer(via, by, Action.APPEND))
         return plan.report
 
-    return with_buffer_lock(conversation_id, via, append)
+    return with_buffer_lock(target.pk, via, append)
+
+
+def resolve_scope(conversation: Conversation, via: str) -> healing.scopes.Resolution:
+    """MEM-6, 7, 8 and 13 for a write to ``conversation``: the one place a scope is
+    resolved for a buffer, by every consumer (API and inspector appends, admin heals).
+
+    The execution context is built from the conversation, never from the caller: its
+    owner is the ``user`` (MEM-8), and the session a ``session`` buffer belongs to is
+    the conversation its scope id names (a session's transcript is a conversation). The
+    resolved id must be the one the buffer is stored under; a buffer stored under
+    another user's or an unknown session's id refuses too. A refusal logs exactly one
+    warning naming the entry point, the conversation and the scope.
+    """
+    scope = str(conversation.scope)
+    context = healing.scopes.ExecutionContext(
+        user_id=conversation.owner_id,
+        session_id=_known_session(conversation.scope_id) if scope == Scope.SESSION else None,
+    )
+    resolution = healing.scopes.resolve(scope, context)
+    if not resolution.refused and resolution.scope_id != conversation.scope_id:
+        resolution = healing.scopes.Resolution(
+            scope,
+            "",
+            refused=True,
+            reason=(
+                f"the buffer is stored under {scope} id {conversation.scope_id!r}, "
+                f"but its context resolves to {resolution.scope_id!r}"
+            ),
+        )
+    if resolution.refused:
+        log.warning(
+            "Refused the %s scope of conversation %s via %s: %s; nothing was read or written.",
+            scope,
+            conversation.pk,
+            via,
+            resolution.reason,
+        )
+    return resolution
+
+
+def _known_session(scope_id: str) -> str | None:
+    """The session id when it is usable and names a stored conversation; a usable id is
+    looked up (one query on the conversations, none on any buffer), an unusable one not."""
+    session = healing.scopes.real_identity(scope_id)
+    if session is None:
+        return scope_id or None
+    return session if Conversation.objects.filter(pk=int(session)).exists() else None
+
+
+def _conversation(conversation_id: int | None) -> Conversation:
+    if conversation_id is None:
+        raise TypeError("append_messages needs a conversation or a conversation_id")
+    return _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
 
 
 def heal_conversation(
@@ -134,7 +200,11 @@ def heal_conversation(
     """An explicit repair: a placeholder for every unanswered call, placed as a user turn's
     healing places them (MEM-3), with no turn appended. MEM-3 heals only when a user turn
     arrives; this runs the same procedure on an operator's request (docs/decisions.md,
-    "Admin repair"). Returns the report: ``healed`` says what went where."""
+    "Admin repair"). Returns the report: ``healed`` says what went where; when the
+    buffer's scope refuses (``resolve_scope``), the neutral one."""
+    resolution = resolve_scope(_conversation(conversation_id), via)
+    if resolution.refused:
+        return healing.AppendReport.refused(resolution.reason)
 
     def heal(conversation: Conversation) -> healing.AppendReport:
         facts, stored = _load_facts(conversation, (), open_calls=True)
@@ -694,13 +764,15 @@ def import_conversations(
     *,
     via: str,
     by: Actor = None,
+    owner: User | None = None,
     on_existing: Literal["error", "skip"] = "error",
     progress: Callable[[int], object] | None = None,
 ) -> list[Conversation]:
     """Store each conversation exactly as given: no healing, no dedup (a crashed transcript
     is kept as it is). All of them in one transaction: all are stored, or none.
 
-    Returns the conversations created; with ``on_existing="skip"`` one whose storage
+    ``owner`` owns every conversation stored (nobody, when ``None``). Returns the
+    conversations created; with ``on_existing="skip"`` one whose storage
     identity (scope, scope id, key) is already taken is left alone. Raises InvalidInput
     (nothing written) for what cannot be stored, and BufferBusy as appends do.
     """
@@ -743,6 +815,7 @@ def import_conversations(
                 source=incoming.source,
                 source_format=incoming.source_format,
                 metadata=incoming.metadata,
+                owner=owner,
                 **identity,
             )
             _write_verbatim(conversation, incoming.messages, progress)

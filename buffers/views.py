@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages as flash
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
-from . import exports, healing, presenters, selectors, services
+from . import access, exports, healing, presenters, selectors, services
 from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
 from .healing import sendability
 from .models import Conversation
@@ -65,6 +66,12 @@ class BoundedPaginator(Paginator[Conversation]):
         return self.count <= self.count_limit
 
 
+def _visible(request: HttpRequest, pk: int) -> Conversation:
+    """The conversation, if the signed-in user may view it; else 404, so ids do not leak."""
+    visible = access.visible_to(request.user, Conversation.objects.select_related("owner"))
+    return get_object_or_404(visible, pk=pk)
+
+
 def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:
     return value if value in choices else default
 
@@ -82,7 +89,8 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
     show = _choice(request.GET.get("show"), FILTERS, "all")
     sort = _choice(request.GET.get("sort"), SORTS, "updated")
     query = request.GET.get("q", "").strip()[:200]
-    conversations = selectors.conversations_recent().order_by(*SORTS[sort])
+    conversations = access.visible_to(request.user, selectors.conversations_recent())
+    conversations = conversations.order_by(*SORTS[sort])
     if show == "unanswered":
         conversations = conversations.with_unanswered_calls()
     elif show == "healed":
@@ -107,7 +115,7 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_safe
 def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
     start = presenters.start_at(conversation, _int(request.GET.get("at")))
     just = {
         index: "inserted"
@@ -122,7 +130,14 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "buffers/conversation_detail.html",
-        _page_context(conversation, start, start + presenters.PAGE, just=just, preview=preview),
+        _page_context(
+            conversation,
+            start,
+            start + presenters.PAGE,
+            just=just,
+            preview=preview,
+            can_drive=access.may_drive(request.user, conversation),
+        ),
     )
 
 
@@ -130,7 +145,7 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
     """The repair journal: every write to the buffer, newest first, with each message a
     write replaced, edited or deleted readable again."""
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
     changes = Paginator(conversation.changes.all(), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -142,7 +157,7 @@ def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
 @require_safe
 def conversation_export(request: HttpRequest, pk: int, format: str) -> HttpResponse:
     """The buffer as a download, in one of ``exports.EXPORT_FORMATS``."""
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
     if format not in exports.EXPORT_FORMATS:
         raise Http404(f"No export format {format!r}.")
     exported = exports.export(conversation, format)
@@ -155,7 +170,7 @@ def conversation_export(request: HttpRequest, pk: int, format: str) -> HttpRespo
 def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Which providers would accept the buffer as history, and why not: it reads the whole
     buffer, so the page asks for it after it has shown."""
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
     verdicts = sendability.check_all(selectors.buffer_messages(conversation)).values()
     context = {"conversation": conversation, "verdicts": verdicts, "window": None}
     if request.htmx:
@@ -183,7 +198,9 @@ def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
                 problems += error.problems
         if not problems:
             try:
-                created = services.import_conversations(incoming, via="inspector", by=request.user)
+                created = services.import_conversations(
+                    incoming, via="inspector", by=request.user, owner=access.real_user(request.user)
+                )
             except healing.InvalidInput as error:
                 problems = error.problems
             except services.BufferBusy as busy:
@@ -199,7 +216,7 @@ def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
 def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A page of messages before or after the window, for htmx to add as the reader scrolls.
     Loading later pages stops at ``stop``, where a tail shown after a write begins."""
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
     start = _int(request.GET.get("start")) or 0
     stop = _int(request.GET.get("stop"))
     end = min(_int(request.GET.get("end")) or start + presenters.PAGE, start + presenters.PAGE)
@@ -222,7 +239,7 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_safe
 def conversation_preview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """What a user turn would do now: the healing plan, nothing written."""
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
     if not request.htmx:
         return redirect(f"{reverse('buffers:conversation', args=[pk])}?preview=1#preview")
     sentences = presenters.report_sentences(_preview(conversation), "user")
@@ -242,7 +259,9 @@ def _preview(conversation: Conversation) -> healing.AppendReport:
 def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Append what a form describes (a user turn, or from the QA panel a tool result or an
     assistant turn) through the one service; show what the rules did, in place."""
-    conversation = get_object_or_404(Conversation, pk=pk)
+    conversation = _visible(request, pk)
+    if not access.may_drive(request.user, conversation):
+        raise PermissionDenied("Only the conversation's owner can send it a turn.")
     kind = request.POST.get("kind", "")
     if kind not in FORMS:
         return HttpResponseBadRequest(f"Unknown kind of message {kind!r}.")
@@ -260,7 +279,7 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     old_count = conversation.message_count
     try:
         report = services.append_messages(
-            conversation_id=pk, messages=batch, via="inspector", by=request.user
+            conversation=conversation, messages=batch, via="inspector", by=request.user
         )
     except services.ConversationNotFound:
         raise Http404 from None
@@ -269,6 +288,12 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             f"{busy} Try again in a moment.", status=503, headers={"Retry-After": "5"}
         )
     sentences = presenters.report_sentences(report, kind)
+    if report.refusal:  # nothing was written: say so where reports go, and touch nothing else
+        if not request.htmx:
+            flash.warning(request, sentences[0])
+            return redirect("buffers:conversation", pk=pk)
+        response = render(request, "buffers/conversation_detail.html#report", {"report": sentences})
+        return reswap(retarget(response, "#report"), "outerHTML")
     if not request.htmx:
         for sentence in sentences:
             flash.info(request, sentence)
@@ -290,7 +315,7 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         old_count=old_count,
         problems=problems,
     )
-    context = _page_context(conversation, window=window, problems=problems)
+    context = _page_context(conversation, window=window, problems=problems, can_drive=True)
     context["report"] = sentences
     context["oob"] = True
     return render(request, "buffers/conversation_detail.html#after-append", context)
@@ -307,7 +332,7 @@ def _form_errors(
         )
         return reswap(retarget(response, f"#{kind}-form"), "outerHTML")
     start = _int(request.POST.get("at")) or 0
-    context = _page_context(conversation, start, start + presenters.PAGE)
+    context = _page_context(conversation, start, start + presenters.PAGE, can_drive=True)
     context[f"{kind}_form"] = form
     context["qa_open"] = kind != "user"
     return render(request, "buffers/conversation_detail.html", context, status=422)
@@ -323,6 +348,7 @@ def _page_context(
     preview: list[str] | None = None,
     window: presenters.Window | None = None,
     problems: list[presenters.OpenCall] | None = None,
+    can_drive: bool = False,
 ) -> dict[str, Any]:
     if problems is None:
         problems = presenters.open_calls(conversation)
@@ -332,6 +358,7 @@ def _page_context(
         )
     return {
         "conversation": conversation,
+        "can_drive": can_drive,
         "export_formats": exports.EXPORT_FORMATS,
         "verdicts": None,
         "window": window,

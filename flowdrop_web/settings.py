@@ -51,6 +51,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "buffers.middleware.InspectorLoginRequired",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -104,6 +105,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The largest request body accepted (the API answers 400 past it): room for a transcript
 # of about 200,000 messages.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "buffers:conversation_list"
+LOGOUT_REDIRECT_URL = "login"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -5,10 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.test import Client
 
 from buffers import healing, selectors, services
 from buffers.models import Conversation
+
+TESTER = "tester"
+
+
+def acting_user() -> User:
+    """The user the tests act as: it owns what ``store`` stores, and ``client`` (the
+    fixture) is signed in as it. Access tests make their own users."""
+    user, _ = User.objects.get_or_create(username=TESTER)
+    return user
+
+
+def signed_in(user: User | None = None) -> Client:
+    client = Client()
+    client.force_login(user or acting_user())
+    return client
 
 
 def parse(raw: list[dict[str, Any]]) -> list[healing.Message]:
@@ -59,7 +75,7 @@ class ApiBuffer:
     engine = "api"
 
     def __init__(self, messages: list[dict[str, Any]]) -> None:
-        self.client = Client()
+        self.client = signed_in()
         created = self.client.post(
             "/api/conversations", {"messages": messages}, content_type="application/json"
         )
@@ -97,9 +113,15 @@ class ApiBuffer:
         return messages
 
 
-def store(messages: list[dict[str, Any]], **fields: Any) -> Conversation:
+def store(
+    messages: list[dict[str, Any]], *, owner: User | str | None = TESTER, **fields: Any
+) -> Conversation:
+    """A conversation stored verbatim, owned by the tester unless ``owner`` says otherwise
+    (``None``: nobody)."""
     [conversation] = services.import_conversations(
-        [services.ConversationIn(messages=parse(messages), **fields)], via="tests"
+        [services.ConversationIn(messages=parse(messages), **fields)],
+        via="tests",
+        owner=acting_user() if owner == TESTER else owner if isinstance(owner, User) else None,
     )
     return conversation
 

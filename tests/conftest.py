@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
 
-from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer
+from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer, signed_in
 
 SPEC = Path(__file__).resolve().parent.parent / "docs" / "spec"
 
@@ -29,6 +30,13 @@ def make_buffer(request: pytest.FixtureRequest) -> Any:
     """A buffer class: the pure planner on a list, the service on the database, or the
     storage API over HTTP. Spec examples and decided rules run through all three."""
     return request.param
+
+
+@pytest.fixture
+def client(db: None) -> Client:
+    """pytest-django's client, signed in as tests.buffers.acting_user, who owns
+    what ``store`` stores. ``Client()`` is an anonymous one."""
+    return signed_in()
 
 
 @pytest.fixture

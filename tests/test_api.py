@@ -142,6 +142,9 @@ def test_an_append_reports_what_the_rules_did_with_indexes_in_the_result(client:
 
     assert answer.status_code == 200
     assert answer.json() == {
+        "scope": "global",
+        "resolved_scope_id": "",
+        "refused": None,
         "count": 6,
         "appended": 1,
         "appended_any": True,

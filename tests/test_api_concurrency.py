@@ -12,19 +12,31 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 
 from buffers import selectors, services
-from buffers.models import Conversation
-from tests.buffers import assistant, store, user
+from buffers.models import ApiToken, Conversation
+from tests.buffers import acting_user, assistant, store, user
 from tests.integrity import assert_consistent
 
 pytestmark = [pytest.mark.rule("MEM-12"), pytest.mark.django_db(transaction=True)]
 
 
-def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+def authorization() -> dict[str, str]:
+    """A token for the tester, already marked as used: its use marks nothing again for a
+    minute, so that signing in writes nothing while another write holds the database."""
+    row, token = ApiToken.issue(acting_user(), "concurrency")
+    ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    return {"Authorization": f"Bearer {token}"}
+
+
+def post(url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     request = urllib.request.Request(
-        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+        url,
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", **headers},
+        method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         answer: dict[str, Any] = json.load(response)
@@ -36,6 +48,7 @@ def test_clients_appending_at_once_over_http_lose_nothing_and_heal_each_call_onc
 ) -> None:
     conversation = store([user("start")])
     url = f"{live_server.url}/api/conversations/{conversation.pk}/messages"
+    headers = authorization()
     clients, rounds = 4, 5
     appended: list[int] = []
     errors: list[BaseException] = []
@@ -46,7 +59,8 @@ def test_clients_appending_at_once_over_http_lose_nothing_and_heal_each_call_onc
         try:
             for round_ in range(rounds):
                 for message in (assistant(f"k{number}r{round_}"), user(f"{number}/{round_}")):
-                    appended.append(post(url, {"messages": [message]})["appended"])
+                    answer = post(url, {"messages": [message]}, headers)
+                    appended.append(answer["appended"])
         except BaseException as error:
             errors.append(error)
 
@@ -85,11 +99,12 @@ def test_a_create_while_the_database_is_busy_answers_503_or_lands(
         finally:
             connection.close()  # this thread's own connection
 
+    headers = authorization()
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
     holding.wait(5)
     request = urllib.request.Request(
-        f"{live_server.url}/api/conversations", b'{"title": "new"}', method="POST"
+        f"{live_server.url}/api/conversations", b'{"title": "new"}', headers, method="POST"
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:

@@ -21,7 +21,7 @@ from django.test import Client
 from buffers import exports, healing, selectors, services, transcripts
 from buffers.healing import formats, sendability
 from buffers.models import BufferChange, Conversation, Message
-from tests.buffers import assistant, result, store, user
+from tests.buffers import acting_user, assistant, result, store, user
 from tests.integrity import assert_consistent
 
 pytestmark = pytest.mark.django_db
@@ -110,7 +110,9 @@ def as_file(document: Any) -> bytes:
 
 def import_document(document: Any, name: str = "crash.json", **options: Any) -> Conversation:
     [conversation] = services.import_conversations(
-        transcripts.read_transcript(as_file(document), name=name, **options), via="tests"
+        transcripts.read_transcript(as_file(document), name=name, **options),
+        via="tests",
+        owner=acting_user(),
     )
     return conversation
 
@@ -233,7 +235,9 @@ def test_a_stored_jsonl_export_is_one_line_that_imports_again(tmp_path: Path) ->
     assert body.endswith(b"\n")
     path = tmp_path / "again.jsonl"
     path.write_bytes(body.replace(b'"k1"', b'"k2"'))
-    [again] = services.import_conversations(transcripts.read_transcript_file(path), via="tests")
+    [again] = services.import_conversations(
+        transcripts.read_transcript_file(path), via="tests", owner=acting_user()
+    )
     assert selectors.buffer_messages(again) == selectors.buffer_messages(conversation)
 
 
@@ -248,7 +252,7 @@ def test_a_jsonl_file_of_chat_completion_bodies_imports_one_conversation_per_lin
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
 
     created = services.import_conversations(
-        transcripts.read_transcript(data, name="finetune.jsonl"), via="tests"
+        transcripts.read_transcript(data, name="finetune.jsonl"), via="tests", owner=acting_user()
     )
 
     assert [c.title for c in created] == ["", "finetune line 2"]  # the stored shape's own

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from buffers import presenters
 from buffers.models import Conversation
-from tests.buffers import assistant, placeholder, result, store, user
+from tests.buffers import acting_user, assistant, placeholder, result, store, user
 
 pytestmark = pytest.mark.django_db
 
@@ -302,7 +302,9 @@ def test_every_post_needs_its_csrf_token() -> None:
 
 def test_the_list_counts_no_further_than_the_pages_it_can_show(client: Client) -> None:
     """Counting every row of a long list on each view would cost more than the page."""
-    Conversation.objects.bulk_create(Conversation(title=f"run {n}") for n in range(320))
+    Conversation.objects.bulk_create(
+        Conversation(title=f"run {n}", owner=acting_user()) for n in range(320)
+    )
 
     first = client.get("/").text
     last = client.get("/?page=7").text

@@ -6,7 +6,7 @@ Every entry point (views, admin, API, commands) reaches these through
 
 from __future__ import annotations
 
-from . import formats, normalize, sendability
+from . import formats, normalize, scopes, sendability
 from .analysis import (
     FINDING_LABELS,
     Analysis,
@@ -118,6 +118,7 @@ __all__ = [
     "plan_heal",
     "problem_from",
     "result_call_id",
+    "scopes",
     "sendability",
     "usable_id",
 ]

@@ -85,10 +85,19 @@ class AppendReport:
     replaced: tuple[Replaced, ...]
     dropped: tuple[Dropped, ...]
     outcomes: tuple[Outcome, ...]
+    refusal: str = ""
+    """Why the buffer's scope refused the write (MEM-6, 7, 13); then nothing was read or
+    written, and the report is the neutral one: an empty buffer, ``count`` 0."""
 
     @property
     def appended_any(self) -> bool:
         return self.appended > 0
+
+    @classmethod
+    def refused(cls, reason: str) -> AppendReport:
+        return cls(
+            count=0, appended=0, healed=(), replaced=(), dropped=(), outcomes=(), refusal=reason
+        )
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
     var line = document.createElement("li");
     line.textContent = status === 403
-      ? "The page is out of date (its security token expired). Reload it and try again; nothing was written."
+      ? "The server refused this: your sign-in or the page may be out of date, or only the owner can drive this conversation. Reload and try again; nothing was written."
       : status === 503
         ? "The conversation is busy. Try again in a moment; nothing was written."
         : "The server could not take this (" + (status || "no connection") + "); nothing was written.";

@@ -8,8 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page
+from django.conf import settings
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page
 from playwright.sync_api import Error as PageError
+from pytest_django.live_server_helper import LiveServer
+
+from tests.buffers import signed_in
 
 # Playwright's sync API runs an asyncio loop in the main thread, and Django refuses ORM calls
 # from inside one (test database creation and flush included). Set before the database is.
@@ -35,6 +39,23 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     if CHROMIUM is None:
         pytest.fail("no chromium: `apt-get install chromium`, or set CHROMIUM_PATH")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(autouse=True)
+def signed_in_browser(
+    request: pytest.FixtureRequest,
+    context: BrowserContext,
+    live_server: LiveServer,
+    transactional_db: None,
+) -> None:
+    """The browser holds the acting user's session (tests.buffers.acting_user), who owns
+    what ``store`` stores; a test marked ``anonymous`` starts signed out."""
+    if request.node.get_closest_marker("anonymous"):
+        return
+    cookie = signed_in().cookies[settings.SESSION_COOKIE_NAME]
+    context.add_cookies(
+        [{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value, "url": live_server.url}]
+    )
 
 
 @pytest.fixture(autouse=True)

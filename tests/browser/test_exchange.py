@@ -17,6 +17,7 @@ from pytest_django.live_server_helper import LiveServer
 from buffers import healing, services
 from buffers.models import Conversation
 from buffers.transcripts import read_transcript
+from tests.buffers import acting_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -92,7 +93,7 @@ def transcript(name: str, body: bytes) -> FilePayload:
 
 def imported(document: object, name: str = "x.json") -> Conversation:
     [conversation] = services.import_conversations(
-        read_transcript(as_json(document), name=name), via="tests"
+        read_transcript(as_json(document), name=name), via="tests", owner=acting_user()
     )
     return conversation
 

@@ -12,7 +12,7 @@ from pytest_django.live_server_helper import LiveServer
 from buffers import services
 from buffers.models import Conversation
 from buffers.transcripts import read_transcript_file
-from tests.buffers import assistant, placeholder, store, user
+from tests.buffers import acting_user, assistant, placeholder, store, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,7 +21,7 @@ DEMO = Path(__file__).resolve().parents[2] / "buffers" / "demo"
 
 def demo_crash() -> Conversation:
     [conversation] = services.import_conversations(
-        read_transcript_file(DEMO / "weather-crash.json"), via="tests"
+        read_transcript_file(DEMO / "weather-crash.json"), via="tests", owner=acting_user()
     )
     return conversation
 

@@ -1,0 +1,129 @@
+"""Who may see and drive a conversation: the one policy every entry point asks (views, API,
+admin, commands). Its answers combine with AND and nothing overrides a denial (MEM-15):
+there is no hook, signal or backend through which an extension could grant one.
+
+- A conversation's **owner** may view it and drive it (append, heal).
+- Users it is **shared** with, directly or through a group, may view it. Viewing never
+  grants driving (MEM-9).
+- **Staff** may view every conversation and reach the admin tier, where a repair is
+  made (heal, edit, delete: MEM-15). Staff do not drive someone else's conversation
+  from the inspector or the API.
+- Every ownership test needs a real identity on both sides (MEM-9): an anonymous caller
+  (no pk), a user whose pk is 0 or an inactive user owns nothing, and an ownerless
+  conversation is owned by nobody, never by everybody.
+- The **shell** (a management command run by whoever holds the server) is the
+  administrative tier.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any, Final
+
+from django.contrib.auth.models import User
+from django.db import OperationalError
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from .models import ApiToken, Conversation
+
+log = logging.getLogger("buffers")
+
+
+class _Shell:
+    """The principal of a management command: whoever can run one holds the database."""
+
+    def __repr__(self) -> str:
+        return "SHELL"
+
+
+SHELL: Final = _Shell()
+
+Principal = Any
+"""A user (``request.user``, so possibly ``AnonymousUser``), ``None``, or ``SHELL``."""
+
+
+def is_real(principal: Principal) -> bool:
+    """An identity that can own something: a signed-in, active user with a usable pk."""
+    return (
+        principal is not None
+        and principal is not SHELL
+        and bool(getattr(principal, "is_authenticated", False))
+        and bool(getattr(principal, "is_active", False))
+        and getattr(principal, "pk", None) not in (None, 0, "0", "")
+    )
+
+
+def real_user(principal: Principal) -> User | None:
+    """The user behind ``principal`` when it is a real identity, else None."""
+    return principal if is_real(principal) and isinstance(principal, User) else None
+
+
+def owns(principal: Principal, conversation: Conversation) -> bool:
+    """True only when both identities are real and the same (MEM-9): ``None == None``
+    owns nothing."""
+    return (
+        is_real(principal)
+        and conversation.owner_id is not None
+        and conversation.owner_id != 0
+        and conversation.owner_id == principal.pk
+    )
+
+
+def is_administrative(principal: Principal) -> bool:
+    """The admin tier: the shell, or a real staff user."""
+    return principal is SHELL or (is_real(principal) and bool(principal.is_staff))
+
+
+def may_view(principal: Principal, conversation: Conversation) -> bool:
+    if owns(principal, conversation) or is_administrative(principal):
+        return True
+    if not is_real(principal):
+        return False
+    return visible_to(principal, Conversation.objects.filter(pk=conversation.pk)).exists()
+
+
+def may_drive(principal: Principal, conversation: Conversation) -> bool:
+    """Append a turn or heal through the inspector or the API: the owner only (MEM-9)."""
+    return owns(principal, conversation)
+
+
+def may_import(principal: Principal) -> bool:
+    """Store new conversations (owned by whoever imports them)."""
+    return principal is SHELL or is_real(principal)
+
+
+def visible_to[Conversations: QuerySet[Conversation]](
+    principal: Principal, conversations: Conversations
+) -> Conversations:
+    """The conversations ``principal`` may view, so that lists and searches show nothing
+    else and ids do not leak."""
+    if is_administrative(principal):
+        return conversations
+    if not is_real(principal):
+        return conversations.none()
+    shared = Q(viewers=principal) | Q(viewer_groups__in=principal.groups.all())
+    return conversations.filter(
+        Q(owner=principal) | Q(pk__in=Conversation.objects.filter(shared).values("pk"))
+    )
+
+
+def user_for_token(token: str) -> Any | None:
+    """The user a live API token stands for, or None: unknown, revoked, or its user is no
+    longer active. Marks when the token was last used, at most once a minute."""
+    found = (
+        ApiToken.objects.live()
+        .select_related("user")
+        .filter(digest=ApiToken.digest_of(token))
+        .first()
+    )
+    if found is None or not is_real(found.user):
+        return None
+    now = timezone.now()
+    if found.last_used_at is None or now - found.last_used_at > timedelta(minutes=1):
+        try:
+            ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+        except OperationalError:  # the database is busy: the mark can wait for next time
+            log.warning("Could not mark API token %s as used: the database is busy.", found)
+    return found.user
