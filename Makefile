@@ -12,7 +12,7 @@ help:
 	@echo "make test         set up, lint, and run the whole test suite (browser tests included)"
 	@echo "make lint         ruff (lint and format check) and mypy"
 	@echo "make format       ruff format and fix"
-	@echo "make bench        benchmarks/append.py and api.py (set DATABASE_URL for PostgreSQL)"
+	@echo "make bench        benchmarks/append.py, api.py, pages.py and exchange.py (set DATABASE_URL for PostgreSQL)"
 	@echo "make conformance  regenerate docs/conformance.md from the rule markers"
 	@echo "make screenshots  regenerate docs/screenshots/ (needs chromium)"
 
@@ -51,6 +51,7 @@ bench: setup
 	$(PY) benchmarks/append.py
 	$(PY) benchmarks/api.py
 	$(PY) benchmarks/pages.py
+	$(PY) benchmarks/exchange.py
 
 conformance: setup
 	$(PY) -m tests.conformance --write

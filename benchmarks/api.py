@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -56,6 +57,10 @@ def scratch_database() -> Iterator[str]:
             connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
+HEADERS: dict[str, str] = {}
+"""The API token's header, once the server is up."""
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -68,6 +73,21 @@ def server(database_url: str) -> Iterator[str]:
     env = {**os.environ, "DATABASE_URL": database_url, "FLOWDROP_DEBUG": "0"}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True)
+    # A user and a token through the real commands; the server is then called with it.
+    subprocess.run(
+        [*manage, "createsuperuser", "--noinput", "--username", "bench", "--email", "b@x.invalid"],
+        env={**env, "DJANGO_SUPERUSER_PASSWORD": secrets.token_urlsafe()},
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    made = subprocess.run(
+        [*manage, "api_token", "create", "bench"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    HEADERS["Authorization"] = f"Bearer {made.stdout.strip()}"
     port = free_port()
     process = subprocess.Popen(
         [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -79,7 +99,7 @@ def server(database_url: str) -> Iterator[str]:
     try:
         for _ in range(100):
             try:
-                urllib.request.urlopen(f"{base}/api/conversations", timeout=1).close()
+                urllib.request.urlopen(f"{base}/api/openapi.json", timeout=1).close()
                 break
             except OSError:
                 time.sleep(0.1)
@@ -91,7 +111,7 @@ def server(database_url: str) -> Iterator[str]:
 
 def call(url: str, body: Any = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data, {"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data, {"Content-Type": "application/json", **HEADERS})
     with urllib.request.urlopen(request, timeout=120) as response:
         return json.load(response)
 

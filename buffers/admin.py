@@ -15,9 +15,18 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
-from . import healing, presenters, services
-from .models import BUFFER_INDEX, BufferChange, Conversation, Message
+from . import access, healing, presenters, services
+from .models import (
+    BUFFER_INDEX,
+    ApiToken,
+    BufferChange,
+    Conversation,
+    Message,
+    SharedWithGroup,
+    SharedWithUser,
+)
 
 
 class HasUnansweredCalls(admin.SimpleListFilter):
@@ -56,10 +65,26 @@ class HealForm(forms.Form):
     )
 
 
+class SharedWithUserInline(admin.TabularInline[SharedWithUser, Conversation]):
+    model = SharedWithUser
+    raw_id_fields = ("user",)
+    extra = 0
+    verbose_name = "user it is shared with (may view, never drive)"
+    verbose_name_plural = "shared with users"
+
+
+class SharedWithGroupInline(admin.TabularInline[SharedWithGroup, Conversation]):
+    model = SharedWithGroup
+    extra = 0
+    verbose_name = "group it is shared with (its members may view, never drive)"
+    verbose_name_plural = "shared with groups"
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin[Conversation]):
     list_display = (
         "__str__",
+        "owner",
         "source",
         "message_count",
         "unanswered_count",
@@ -67,9 +92,14 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
         "scope",
         "updated_at",
     )
-    list_filter = (HasUnansweredCalls, HasHealedPlaceholders, "source", "scope")
-    search_fields = ("title", "source", "key")
+    list_filter = (HasUnansweredCalls, HasHealedPlaceholders, "source", "scope", "owner")
+    list_select_related = ("owner",)
+    search_fields = ("title", "source", "key", "owner__username")
+    # Who may see and drive it (its owner, and below whom it is shared with) is the one
+    # thing edited here; the buffer changes only through the heal action and the message
+    # pages.
     fields = (
+        "owner",
         "title",
         "source",
         "source_format",
@@ -83,20 +113,29 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
         "updated_at",
         "metadata",
     )
-    readonly_fields = fields
+    readonly_fields = fields[1:]
+    raw_id_fields = ("owner",)
+    inlines = (SharedWithUserInline, SharedWithGroupInline)
     actions = ("heal_unanswered_calls",)
     change_form_template = "admin/buffers/conversation/change_form.html"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return access.is_administrative(request.user) and super().has_view_permission(request, obj)
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Its fields are read-only; the heal action and the message pages are its writes.
-        return False
+        """Only its sharing is editable (``sharing``); MEM-15: every check is ANDed."""
+        return access.is_administrative(request.user) and super().has_change_permission(
+            request, obj
+        )
 
     def has_heal_permission(self, request: HttpRequest) -> bool:
         """Healing writes to buffers: for staff who may change messages."""
-        return request.user.has_perm("buffers.change_message")
+        return access.is_administrative(request.user) and request.user.has_perm(
+            "buffers.change_message"
+        )
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Deleting a conversation would take its journal with it: nothing is ever lost.
@@ -263,6 +302,62 @@ class BufferChangeAdmin(admin.ModelAdmin[BufferChange]):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ApiTokenForm(forms.ModelForm[ApiToken]):
+    class Meta:
+        model = ApiToken
+        fields = ("user", "name")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
+    """Tokens for the storage API. Adding one shows the token once, on the next page; only
+    its digest is stored. A token is revoked, never edited or deleted."""
+
+    form = ApiTokenForm
+    list_display = ("name", "user", "hint", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    list_select_related = ("user",)
+    search_fields = ("name", "user__username", "hint")
+    raw_id_fields = ("user",)
+    actions = ("revoke",)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("user", "name")
+        return ("user", "name", "hint", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return () if obj is None else self.get_fields(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+        row, token = ApiToken.issue(form.cleaned_data["user"], form.cleaned_data["name"])
+        obj.pk = row.pk
+        self.message_user(
+            request,
+            f"The token for {row.user.get_username()} is {token} . Copy it now: it is not "
+            "shown again, and only its digest is stored.",
+            messages.WARNING,
+        )
+
+    def get_actions(
+        self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
+    ) -> Any:
+        actions = super().get_actions(request, action_location)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Revoke the selected tokens", permissions=["view"])
+    def revoke(self, request: HttpRequest, tokens: QuerySet[ApiToken]) -> None:
+        revoked = tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {revoked} token{pluralize(revoked)}.")
 
 
 def _int(value: str | None) -> int | None:

@@ -51,10 +51,11 @@ def export(conversation: Conversation, format: str) -> Export:
         )
     kind = EXPORT_FORMATS[format]
     document = document_of(conversation, format, selectors.buffer_messages(conversation))
+    # Compact: indenting would make json use its pure-Python encoder, several times slower
+    # on a long buffer (benchmarks/exchange.py).
+    body = json.dumps(document, ensure_ascii=False)
     if format == "stored-jsonl":
-        body = json.dumps(document, ensure_ascii=False) + "\n"
-    else:
-        body = json.dumps(document, ensure_ascii=False, indent=1)
+        body += "\n"
     stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in conversation.title)[:60]
     filename = f"{stem.strip('-') or 'conversation'}-{conversation.pk}-{format}{kind.suffix}"
     return Export(body.encode(), filename, kind.content_type)

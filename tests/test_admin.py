@@ -149,29 +149,59 @@ def test_there_is_no_add(admin_client: Client, model: str) -> None:
     assert admin_client.post(add(model), {"title": "new"}).status_code == 403
 
 
-def test_a_conversation_page_has_no_save_or_delete(
+def test_a_conversation_page_edits_only_who_may_see_it_and_has_no_delete(
     admin_client: Client, crashed: Conversation
 ) -> None:
     response = admin_client.get(change("conversation", crashed.pk))
 
-    assert response.context["has_change_permission"] is False
     assert response.context["has_delete_permission"] is False
-    assert 'name="_save"' not in response.text
     assert delete("conversation", crashed.pk) not in response.text
+    assert 'name="owner"' in response.text
+    assert 'name="sharedwithuser_set-TOTAL_FORMS"' in response.text
+    assert 'name="sharedwithgroup_set-TOTAL_FORMS"' in response.text
     assert 'name="title"' not in response.text
 
 
-def test_posting_a_change_to_a_conversation_is_refused(
-    admin_client: Client, crashed: Conversation
+def sharing_form(owner: int | str | None = "", **fields: str) -> dict[str, Any]:
+    return {
+        "owner": "" if owner is None else owner,
+        "sharedwithuser_set-TOTAL_FORMS": "0",
+        "sharedwithuser_set-INITIAL_FORMS": "0",
+        "sharedwithgroup_set-TOTAL_FORMS": "0",
+        "sharedwithgroup_set-INITIAL_FORMS": "0",
+        **fields,
+    }
+
+
+def test_posting_a_change_to_a_conversation_changes_its_owner_and_nothing_else(
+    admin_client: Client, crashed: Conversation, django_user_model: Any
 ) -> None:
+    alice = django_user_model.objects.create_user("alice")
     response = admin_client.post(
         change("conversation", crashed.pk),
-        {"title": "renamed", "source": "x", "scope": "global", "scope_id": "", "key": "k"},
+        sharing_form(alice.pk, title="renamed", scope="user", scope_id="1", key="k"),
     )
 
-    assert response.status_code == 403
+    assert response.status_code == 302
     crashed.refresh_from_db()
-    assert crashed.title == "crashed run"
+    assert crashed.owner == alice
+    assert (crashed.title, crashed.scope, crashed.key) == ("crashed run", "global", crashed.key)
+
+
+def test_sharing_a_conversation_with_a_user_lets_them_see_it(
+    admin_client: Client, crashed: Conversation, django_user_model: Any
+) -> None:
+    bob = django_user_model.objects.create_user("bob")
+    response = admin_client.post(
+        change("conversation", crashed.pk),
+        sharing_form(
+            crashed.owner_id,
+            **{"sharedwithuser_set-TOTAL_FORMS": "1", "sharedwithuser_set-0-user": str(bob.pk)},
+        ),
+    )
+
+    assert response.status_code == 302
+    assert list(crashed.viewers.all()) == [bob]
 
 
 @pytest.mark.rule("MEM-15")
