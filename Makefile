@@ -5,10 +5,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help setup run test pytest lint format bench conformance screenshots clean
+.PHONY: help setup run superuser test pytest lint format bench conformance screenshots clean
 
 help:
 	@echo "make run          set up, migrate, load the demo transcripts, serve on http://127.0.0.1:8000"
+	@echo "                  (OWNER=username: that account owns the demo transcripts, so it can drive them)"
+	@echo "make superuser    make an account (asks for a username and a password); the first one this way"
 	@echo "make test         set up, lint, and run the whole test suite (browser tests included)"
 	@echo "make lint         ruff (lint and format check) and mypy"
 	@echo "make format       ruff format and fix"
@@ -30,8 +32,12 @@ setup: $(STAMP)
 
 run: setup
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py import_transcripts --skip-existing buffers/demo/*.json buffers/demo/*.jsonl
+	$(PY) manage.py import_transcripts --skip-existing $(if $(OWNER),--owner $(OWNER)) buffers/demo/*.json buffers/demo/*.jsonl
 	FLOWDROP_DEBUG=1 $(PY) manage.py runserver 127.0.0.1:8000
+
+superuser: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py createsuperuser
 
 test: lint pytest
 

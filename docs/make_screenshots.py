@@ -8,6 +8,7 @@ heals the weather crash by typing a user turn, and saves docs/screenshots/*.png.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -36,7 +37,24 @@ def main() -> None:
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder}/demo.sqlite3"}
         manage = [sys.executable, str(ROOT / "manage.py")]
         subprocess.run([*manage, "migrate", "-v0"], env=env, check=True)
-        subprocess.run([*manage, "import_transcripts", "-v0", *DEMO], env=env, check=True)
+        password = secrets.token_urlsafe()
+        subprocess.run(
+            [
+                *manage,
+                "createsuperuser",
+                "--noinput",
+                "--username",
+                "demo",
+                "--email",
+                "d@x.invalid",
+            ],
+            env={**env, "DJANGO_SUPERUSER_PASSWORD": password},
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        subprocess.run(
+            [*manage, "import_transcripts", "-v0", "--owner", "demo", *DEMO], env=env, check=True
+        )
         port = free_port()
         server = subprocess.Popen(
             [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -52,18 +70,22 @@ def main() -> None:
                     break
                 except OSError:
                     time.sleep(0.1)
-            shoot(base)
+            shoot(base, password)
         finally:
             server.terminate()
             server.wait(10)
 
 
-def shoot(base: str) -> None:
+def shoot(base: str, password: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=shutil.which("chromium"))
         page = browser.new_page(viewport={"width": 1100, "height": 900})
         page.goto(base)
+        page.get_by_label("Username").fill("demo")
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("heading", name="Conversations").wait_for()
         page.screenshot(path=OUT / "list.png")
         page.get_by_role("link", name="Weather agent crashed between two parallel calls").click()
         page.screenshot(path=OUT / "crashed.png", full_page=True)

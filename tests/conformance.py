@@ -63,12 +63,14 @@ API = "via storage API"
 
 
 def _through_the_api(item: pytest.Item) -> bool:
-    """Whether a test drives the storage API over HTTP: the API's own test modules, and
-    the tests run once per engine in the run that uses ApiBuffer."""
+    """Whether a test drives the storage API over HTTP: the API's own test modules, tests
+    marked ``api``, and the tests run once per engine in the run that uses ApiBuffer."""
     callspec = getattr(item, "callspec", None)
     engines = callspec.params.values() if callspec else ()
-    return item.path.name.startswith("test_api") or any(
-        getattr(engine, "engine", None) == "api" for engine in engines
+    return (
+        item.path.name.startswith("test_api")
+        or item.get_closest_marker("api") is not None
+        or any(getattr(engine, "engine", None) == "api" for engine in engines)
     )
 
 

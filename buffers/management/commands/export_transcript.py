@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from buffers import access
 from buffers.exports import EXPORT_FORMATS, export
 from buffers.models import Conversation
 
@@ -34,7 +35,8 @@ class Command(BaseCommand):
         output: Path | None,
         **options: Any,
     ) -> None:
-        conversation = Conversation.objects.filter(pk=conversation_id).first()
+        visible = access.visible_to(access.SHELL, Conversation.objects.all())
+        conversation = visible.filter(pk=conversation_id).first()
         if conversation is None:
             raise CommandError(f"There is no conversation {conversation_id}.")
         exported = export(conversation, format)

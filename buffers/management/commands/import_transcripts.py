@@ -7,10 +7,11 @@ import getpass
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from tqdm import tqdm
 
-from buffers import services
+from buffers import access, services
 from buffers.healing import InvalidInput
 from buffers.transcripts import FORMATS, read_transcript_file
 
@@ -43,6 +44,11 @@ class Command(BaseCommand):
             help="Leave a conversation alone when its key is already stored, instead of failing.",
         )
         parser.add_argument(
+            "--owner",
+            metavar="USERNAME",
+            help="Who owns the conversations imported (may view and drive them); nobody if unset.",
+        )
+        parser.add_argument(
             "--format",
             choices=("auto", *FORMATS),
             default="auto",
@@ -50,8 +56,15 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args: Any, files: list[Path], skip_existing: bool, format: str, **options: Any
+        self,
+        *args: Any,
+        files: list[Path],
+        skip_existing: bool,
+        format: str,
+        owner: str | None,
+        **options: Any,
     ) -> None:
+        owner_user = _user(owner) if owner else None
         failed = 0
         for path in files:
             try:
@@ -68,6 +81,7 @@ class Command(BaseCommand):
                         conversations,
                         via="import_transcripts command",
                         by=f"{getpass.getuser()} (shell)",
+                        owner=owner_user,
                         on_existing="skip" if skip_existing else "error",
                         progress=bar.update,
                     )
@@ -88,6 +102,16 @@ class Command(BaseCommand):
             self.stdout.write(summary)
         if failed:
             raise CommandError(f"{failed} of {len(files)} files had errors and were not imported")
+
+
+def _user(username: str) -> User:
+    try:
+        user = User.objects.get_by_natural_key(username)
+    except User.DoesNotExist:
+        raise CommandError(f"There is no user {username!r}.") from None
+    if not access.is_real(user):
+        raise CommandError(f"{username!r} is not an active user and cannot own anything.")
+    return user
 
 
 def _count(number: int, noun: str) -> str:
