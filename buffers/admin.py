@@ -10,7 +10,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-from django.contrib.admin.options import ActionLocation
+from django.contrib.admin.options import ActionLocation, BaseModelAdmin
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import pluralize
@@ -65,7 +66,31 @@ class HealForm(forms.Form):
     )
 
 
-class SharedWithUserInline(admin.TabularInline[SharedWithUser, Conversation]):
+class AdministrativeTier(BaseModelAdmin[Any]):
+    """MEM-15: every permission here is Django's AND the policy's administrative tier, so
+    no backend or grant can open the admin to someone the policy keeps out."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return access.is_administrative(request.user) and super().has_module_permission(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return access.is_administrative(request.user) and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return access.is_administrative(request.user) and super().has_add_permission(request, *args)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return access.is_administrative(request.user) and super().has_change_permission(
+            request, obj
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return access.is_administrative(request.user) and super().has_delete_permission(
+            request, obj
+        )
+
+
+class SharedWithUserInline(AdministrativeTier, admin.TabularInline[SharedWithUser, Conversation]):
     model = SharedWithUser
     raw_id_fields = ("user",)
     extra = 0
@@ -73,7 +98,7 @@ class SharedWithUserInline(admin.TabularInline[SharedWithUser, Conversation]):
     verbose_name_plural = "shared with users"
 
 
-class SharedWithGroupInline(admin.TabularInline[SharedWithGroup, Conversation]):
+class SharedWithGroupInline(AdministrativeTier, admin.TabularInline[SharedWithGroup, Conversation]):
     model = SharedWithGroup
     extra = 0
     verbose_name = "group it is shared with (its members may view, never drive)"
@@ -81,7 +106,7 @@ class SharedWithGroupInline(admin.TabularInline[SharedWithGroup, Conversation]):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin[Conversation]):
+class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
     list_display = (
         "__str__",
         "owner",
@@ -122,15 +147,6 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return access.is_administrative(request.user) and super().has_view_permission(request, obj)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Only its sharing is editable (``sharing``); MEM-15: every check is ANDed."""
-        return access.is_administrative(request.user) and super().has_change_permission(
-            request, obj
-        )
-
     def has_heal_permission(self, request: HttpRequest) -> bool:
         """Healing writes to buffers: for staff who may change messages."""
         return access.is_administrative(request.user) and request.user.has_perm(
@@ -150,7 +166,7 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
     ) -> HttpResponse:
         conversation = self.get_object(request, object_id)
         context = dict(extra_context or {})
-        if conversation is not None:
+        if conversation is not None and self.has_view_or_change_permission(request, conversation):
             start = presenters.start_at(conversation, _int(request.GET.get("at")))
             context["window"] = presenters.window(
                 conversation,
@@ -180,6 +196,7 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
         form = HealForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             healed = 0
+            refused: list[str] = []
             for conversation in chosen:
                 report = services.heal_conversation(
                     conversation_id=conversation.pk,
@@ -188,12 +205,22 @@ class ConversationAdmin(admin.ModelAdmin[Conversation]):
                     reason=form.cleaned_data["reason"],
                 )
                 healed += len(report.healed)
+                if report.refusal:
+                    refused.append(f"{conversation} ({report.refusal})")
+            written = len(chosen) - len(refused)
             self.message_user(
                 request,
                 f"Healed {healed} unanswered call{pluralize(healed)} in "
-                f"{len(chosen)} conversation{pluralize(len(chosen))}.",
+                f"{written} conversation{pluralize(written)}.",
                 messages.SUCCESS,
             )
+            if refused:
+                self.message_user(
+                    request,
+                    f"Nothing was written to {len(refused)}, whose scope refused: "
+                    + "; ".join(refused),
+                    messages.WARNING,
+                )
             return None
         plans = [
             (conversation, services.preview_heal(conversation_id=conversation.pk))
@@ -241,7 +268,7 @@ class MessageForm(forms.ModelForm[Message]):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin[Message]):
+class MessageAdmin(AdministrativeTier, admin.ModelAdmin[Message]):
     form = MessageForm
     list_display = ("conversation", "buffer_index", "role", "answers_call_id", "is_placeholder")
     list_filter = ("role", "is_placeholder")
@@ -254,8 +281,13 @@ class MessageAdmin(admin.ModelAdmin[Message]):
     def buffer_index(self, message: Message) -> int:
         return message.block.start + message.slot
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
+        # An inner join: a message whose conversation cannot be loaded is not found here,
+        # so it is denied (the admin's "does not exist"), never served (MEM-15).
+        return super().get_queryset(request).select_related("conversation", "block")
 
     def get_actions(
         self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
@@ -285,7 +317,7 @@ class MessageAdmin(admin.ModelAdmin[Message]):
 
 
 @admin.register(BufferChange)
-class BufferChangeAdmin(admin.ModelAdmin[BufferChange]):
+class BufferChangeAdmin(AdministrativeTier, admin.ModelAdmin[BufferChange]):
     """The repair journal, read-only: every old message a write replaced, edited or deleted
     is in ``rows``."""
 
@@ -311,7 +343,7 @@ class ApiTokenForm(forms.ModelForm[ApiToken]):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
+class ApiTokenAdmin(AdministrativeTier, admin.ModelAdmin[ApiToken]):
     """Tokens for the storage API. Adding one shows the token once, on the next page; only
     its digest is stored. A token is revoked, never edited or deleted."""
 
@@ -322,6 +354,19 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     search_fields = ("name", "user__username", "hint")
     raw_id_fields = ("user",)
     actions = ("revoke",)
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is None and not request.user.is_superuser and "user" in form.base_fields:
+            # A token acts as its user: staff make tokens for themselves; only a
+            # superuser, who could act as anyone anyway, makes one for someone else.
+            users = form.base_fields["user"]
+            assert isinstance(users, forms.ModelChoiceField)
+            users.queryset = User.objects.filter(pk=request.user.pk or 0)
+            users.initial = request.user.pk
+        return form
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
@@ -336,6 +381,11 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return access.is_administrative(request.user) and request.user.has_perm(
+            "buffers.change_apitoken"
+        )
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         row, token = ApiToken.issue(form.cleaned_data["user"], form.cleaned_data["name"])
@@ -354,7 +404,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         actions.pop("delete_selected", None)
         return actions
 
-    @admin.action(description="Revoke the selected tokens", permissions=["view"])
+    @admin.action(description="Revoke the selected tokens", permissions=["revoke"])
     def revoke(self, request: HttpRequest, tokens: QuerySet[ApiToken]) -> None:
         revoked = tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {revoked} token{pluralize(revoked)}.")

@@ -26,7 +26,7 @@ from django.views.defaults import bad_request, server_error
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError, ValidationErrorContext
 from ninja.parser import Parser
-from ninja.security import HttpBearer, django_auth
+from ninja.security import HttpBearer, SessionAuth
 from pydantic import ConfigDict, WithJsonSchema
 from pydantic_core import ErrorDetails
 
@@ -77,6 +77,17 @@ class _Token(HttpBearer):
         return user
 
 
+class _Session(SessionAuth):
+    """The signed-in session, with Django's CSRF check on writes; but only once there is
+    a session: without one the answer is 401, not a CSRF failure that says nothing of
+    what is missing."""
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if not request.user.is_authenticated:
+            return None
+        return super().__call__(request)
+
+
 class _StorageAPI(NinjaAPI):
     def validation_error_from_error_contexts(
         self, error_contexts: list[ValidationErrorContext[Any]]
@@ -108,7 +119,7 @@ api = _StorageAPI(
     parser=_JsonObjectParser(),
     # A token for outside programs; the signed-in session for the inspector's own pages
     # (and the interactive docs), with Django's CSRF check on writes.
-    auth=[_Token(), django_auth],
+    auth=[_Token(), _Session()],
     docs_decorator=lambda view: csrf_exempt(require_safe(csp_override(_DOCS_CSP)(view))),
 )
 

@@ -133,6 +133,8 @@ def append_messages(
         return healing.AppendReport.refused(resolution.reason)
 
     def append(locked: Conversation) -> healing.AppendReport:
+        if changed := _changed_since_checked(target, locked, via):
+            return healing.AppendReport.refused(changed)
         facts, stored = _load_facts(locked, messages)
         plan = healing.plan_append(facts, messages)
         _apply(locked, plan, stored, Writer(via, by, Action.APPEND))
@@ -155,7 +157,11 @@ def resolve_scope(conversation: Conversation, via: str) -> healing.scopes.Resolu
     scope = str(conversation.scope)
     context = healing.scopes.ExecutionContext(
         user_id=conversation.owner_id,
-        session_id=_known_session(conversation.scope_id) if scope == Scope.SESSION else None,
+        session_id=(
+            _known_session(conversation.scope_id, conversation.owner_id)
+            if scope == Scope.SESSION
+            else None
+        ),
     )
     resolution = healing.scopes.resolve(scope, context)
     if not resolution.refused and resolution.scope_id != conversation.scope_id:
@@ -179,13 +185,36 @@ def resolve_scope(conversation: Conversation, via: str) -> healing.scopes.Resolu
     return resolution
 
 
-def _known_session(scope_id: str) -> str | None:
-    """The session id when it is usable and names a stored conversation; a usable id is
-    looked up (one query on the conversations, none on any buffer), an unusable one not."""
+def _known_session(scope_id: str, owner_id: int | None) -> str | None:
+    """The session id when it is usable and names a conversation the buffer's owner owns
+    (a session's principal is its owner, MEM-8; and so that the answer says nothing of
+    anyone else's conversations). A usable id is looked up (one query on the
+    conversations, none on any buffer); an unusable one, or an ownerless buffer, is not."""
     session = healing.scopes.real_identity(scope_id)
     if session is None:
         return scope_id or None
-    return session if Conversation.objects.filter(pk=int(session)).exists() else None
+    if owner_id is None:
+        return None
+    owned = Conversation.objects.filter(pk=int(session), owner_id=owner_id).exists()
+    return session if owned else None
+
+
+def _changed_since_checked(checked: Conversation, locked: Conversation, via: str) -> str:
+    """Why a write must not go ahead when who may drive the conversation, or its scope,
+    changed between the entry point's check and the lock; "" when nothing did."""
+    if (checked.owner_id, checked.scope, checked.scope_id) == (
+        locked.owner_id,
+        locked.scope,
+        locked.scope_id,
+    ):
+        return ""
+    log.warning(
+        "Refused a write to conversation %s via %s: its owner or scope changed while it "
+        "waited; nothing was written.",
+        locked.pk,
+        via,
+    )
+    return "the conversation's owner or scope changed while this write waited; send it again"
 
 
 def _conversation(conversation_id: int | None) -> Conversation:
@@ -202,11 +231,14 @@ def heal_conversation(
     arrives; this runs the same procedure on an operator's request (docs/decisions.md,
     "Admin repair"). Returns the report: ``healed`` says what went where; when the
     buffer's scope refuses (``resolve_scope``), the neutral one."""
-    resolution = resolve_scope(_conversation(conversation_id), via)
+    target = _conversation(conversation_id)
+    resolution = resolve_scope(target, via)
     if resolution.refused:
         return healing.AppendReport.refused(resolution.reason)
 
     def heal(conversation: Conversation) -> healing.AppendReport:
+        if changed := _changed_since_checked(target, conversation, via):
+            return healing.AppendReport.refused(changed)
         facts, stored = _load_facts(conversation, (), open_calls=True)
         plan = healing.plan_heal(facts)
         _apply(conversation, plan, stored, Writer(via, by, Action.HEAL, reason))
@@ -216,8 +248,12 @@ def heal_conversation(
 
 
 def preview_heal(*, conversation_id: int) -> healing.AppendReport:
-    """What ``heal_conversation`` would do now, with nothing written."""
+    """What ``heal_conversation`` would do now, with nothing written; the neutral report
+    when the buffer's scope refuses, as the heal itself would."""
     conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    resolution = resolve_scope(conversation, "heal preview")
+    if resolution.refused:
+        return healing.AppendReport.refused(resolution.reason)
     facts, _ = _load_facts(conversation, (), open_calls=True)
     return healing.plan_heal(facts).report
 
@@ -226,8 +262,11 @@ def preview_append(
     *, conversation_id: int, messages: Sequence[healing.Message]
 ) -> healing.AppendReport:
     """What appending ``messages`` would do now, planned by the same planner from the same
-    facts, with nothing written."""
+    facts, with nothing written; the neutral report when the buffer's scope refuses."""
     conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    resolution = resolve_scope(conversation, "append preview")
+    if resolution.refused:
+        return healing.AppendReport.refused(resolution.reason)
     facts, _ = _load_facts(conversation, messages)
     return healing.plan_append(facts, messages).report
 
@@ -779,7 +818,10 @@ def import_conversations(
     problems = [
         problem
         for index, incoming in enumerate(conversations)
-        for problem in _text_problems(incoming, index)
+        for problem in (
+            *_text_problems(incoming, index),
+            *_identity_problems(incoming, index, owner),
+        )
     ]
     if problems:
         raise healing.InvalidInput(problems)
@@ -846,6 +888,39 @@ def _text_problems(incoming: ConversationIn, index: int) -> list[healing.Problem
         elif len(value) > limit:
             problems.append(healing.Problem(where, f"is longer than {limit} characters"))
     return problems
+
+
+def _identity_problems(
+    incoming: ConversationIn, index: int, owner: User | None
+) -> list[healing.Problem]:
+    """A conversation may be stored only in its owner's own bucket: a ``user`` buffer
+    under the owner's id, a ``session`` buffer under a session (a conversation) the owner
+    owns. Anything else would file it under someone else's identity."""
+    where = _place(incoming, index, "scope_id")
+    if incoming.scope == Scope.USER:
+        if owner is None or incoming.scope_id != str(owner.pk):
+            whose = "nobody" if owner is None else f"user {owner.pk}"
+            return [
+                healing.Problem(
+                    where,
+                    f'must be the owner\'s id in the "user" scope (the owner is {whose})',
+                )
+            ]
+    elif incoming.scope == Scope.SESSION:
+        session = healing.scopes.real_identity(incoming.scope_id)
+        if (
+            owner is None
+            or session is None
+            or not Conversation.objects.filter(pk=int(session), owner=owner).exists()
+        ):
+            return [
+                healing.Problem(
+                    where,
+                    'must name a conversation the owner owns in the "session" scope '
+                    "(a session's transcript)",
+                )
+            ]
+    return []
 
 
 def _place(incoming: ConversationIn, index: int, field: str) -> str:

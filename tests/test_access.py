@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.backends import BaseBackend
-from django.contrib.auth.models import AnonymousUser, Group, User
+from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, reverse
 
@@ -118,9 +119,9 @@ def people(django_user_model: Any) -> dict[str, Any]:
 def caller_client(people: dict[str, Any], caller: str, *, token: bool = False) -> Client:
     if caller == "anonymous":
         return Client()
-    if token:
+    if token:  # a token's requests are checked for CSRF as a browser's would be: no exemption
         _, secret = ApiToken.issue(people[caller], "tests")
-        return Client(headers={"Authorization": f"Bearer {secret}"})
+        return Client(enforce_csrf_checks=True, headers={"Authorization": f"Bearer {secret}"})
     signed_in = Client()
     signed_in.force_login(people[caller])
     return signed_in
@@ -191,6 +192,16 @@ def test_every_api_operation_answers_each_caller_as_the_policy_says(
     }
     for answer in answers.values():
         assert answer["Content-Type"].startswith("application/json")
+    heads = {  # HEAD is served wherever GET is, and is not in the OpenAPI document
+        key: caller_client(people, caller, token=token)
+        .head(key.split(" ")[2].replace("{conversation_id}", str(pk)))
+        .status_code
+        for key in answers
+        if key.split(" ")[1] == "GET" and not key.endswith("/export")
+    }
+    assert heads == {
+        key: expected_status(POLICY[key], caller, api=True, method="HEAD") for key in heads
+    }
 
 
 @pytest.mark.rule("MEM-9")
@@ -311,7 +322,7 @@ def test_no_api_or_inspector_path_updates_or_deletes_a_message(
 
 
 @pytest.mark.rule("MEM-15")
-def test_a_message_whose_conversation_cannot_be_loaded_is_denied_not_an_error(
+def test_a_message_or_conversation_that_does_not_exist_is_not_found_never_an_error(
     admin_client: Client, people: dict[str, Any]
 ) -> None:
     missing = 10**12
@@ -378,3 +389,98 @@ def test_the_commands_are_the_administrative_tier_and_name_an_owner(
     assert json.loads(out.getvalue())["title"] == "owned"
     with pytest.raises(CommandError, match="There is no user 'nobody'"):
         call_command("import_transcripts", str(path), owner="nobody", stdout=StringIO())
+
+
+@pytest.mark.api
+def test_a_write_without_a_session_or_a_token_is_a_401_even_with_csrf_checks(
+    people: dict[str, Any],
+) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    bad_token = Client(enforce_csrf_checks=True, headers={"Authorization": "Bearer fdw_nope"})
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+
+    for client in (strict, bad_token):
+        answer = client.post("/api/conversations", body, content_type="application/json")
+        assert answer.status_code == 401
+        assert answer.json()["detail"] == "Unauthorized"
+    assert Conversation.objects.count() == 1
+
+
+@pytest.mark.api
+def test_a_signed_in_session_writes_only_with_its_csrf_token(people: dict[str, Any]) -> None:
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(people["owner"])
+    browser.get("/")  # the page sets the CSRF cookie, as in a browser
+    token = browser.cookies["csrftoken"].value
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+
+    forged = browser.post("/api/conversations", body, content_type="application/json")
+    genuine = browser.post(
+        "/api/conversations", body, content_type="application/json", headers={"X-CSRFToken": token}
+    )
+
+    assert forged.status_code == 403
+    assert genuine.status_code == 201
+    assert Conversation.objects.get(pk=genuine.json()["id"]).owner == people["owner"]
+
+
+def staff_with(django_user_model: Any, *codenames: str) -> Client:
+    staff = django_user_model.objects.create_user("helpdesk", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    client = Client()
+    client.force_login(staff)
+    return client
+
+
+def test_staff_make_api_tokens_for_themselves_only(
+    people: dict[str, Any], django_user_model: Any
+) -> None:
+    helpdesk = staff_with(django_user_model, "add_apitoken", "view_apitoken")
+
+    answer = helpdesk.post(
+        "/admin/buffers/apitoken/add/", {"user": people["owner"].pk, "name": "impersonate"}
+    )
+
+    assert answer.status_code == 200  # the form again, with its error
+    assert "Select a valid choice" in answer.text
+    assert not ApiToken.objects.filter(user=people["owner"]).exists()
+
+
+def test_revoking_a_token_needs_more_than_the_right_to_see_it(
+    people: dict[str, Any], django_user_model: Any
+) -> None:
+    row, _ = ApiToken.issue(people["owner"], "laptop")
+    viewer_of_tokens = staff_with(django_user_model, "view_apitoken")
+
+    viewer_of_tokens.post(
+        "/admin/buffers/apitoken/", {"action": "revoke", "_selected_action": [row.pk]}
+    )
+
+    row.refresh_from_db()
+    assert row.revoked_at is None
+
+
+@pytest.mark.rule("MEM-15")
+@pytest.mark.django_db(transaction=True)
+def test_a_message_whose_conversation_is_gone_is_not_found_in_the_admin(
+    admin_client: Client,
+) -> None:
+    conversation = store([user("orphan me")])
+    message = conversation.messages.get()
+    with connection.cursor() as cursor:  # a dangling row, as a damaged database could hold
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA foreign_keys = OFF")
+        else:
+            cursor.execute("SET session_replication_role = replica")
+        cursor.execute("DELETE FROM buffers_conversation WHERE id = %s", [conversation.pk])
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA foreign_keys = ON")
+        else:
+            cursor.execute("SET session_replication_role = DEFAULT")
+
+    change = admin_client.get(f"/admin/buffers/message/{message.pk}/change/")
+    listing = admin_client.get("/admin/buffers/message/")
+
+    assert change.status_code == 302
+    assert listing.status_code == 200
+    assert "orphan me" not in listing.text

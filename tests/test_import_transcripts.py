@@ -163,23 +163,31 @@ def test_a_crashed_transcript_is_stored_unhealed_and_its_unanswered_call_counted
     assert Conversation.objects.with_unanswered_calls().get() == conversation
 
 
-def test_a_json_file_with_a_list_imports_every_conversation_in_it(tmp_path: Path) -> None:
+def test_a_json_file_with_a_list_imports_every_conversation_in_it(
+    tmp_path: Path, django_user_model: Any
+) -> None:
+    reader = django_user_model.objects.create_user("reader")
     path = write_json(
         tmp_path / "two.json",
         [
             CRASHED_FLAT,
-            {"title": "Papers", "scope": "user", "scope_id": "u-7", "messages": STORED_SHAPE},
+            {
+                "title": "Papers",
+                "scope": "user",
+                "scope_id": str(reader.pk),  # a user buffer is filed under its owner's id
+                "messages": STORED_SHAPE,
+            },
         ],
     )
 
-    stdout, _ = import_files(path)
+    stdout, _ = import_files(path, owner="reader")
 
     assert stdout == f"{path}: imported 2 conversations, 9 messages\n"
     weather = Conversation.objects.get(key="weather-1")
     papers = Conversation.objects.get(title="Papers")
     assert buffer(weather) == CRASHED_STORED
     assert buffer(papers) == STORED_SHAPE
-    assert (papers.scope, papers.scope_id) == ("user", "u-7")
+    assert (papers.scope, papers.scope_id, papers.owner) == ("user", str(reader.pk), reader)
     assert (papers.unanswered_count, papers.healed_count) == (0, 0)
 
 

@@ -36,6 +36,31 @@ def user_scoped(owner: Any, scope_id: str | None = None, **fields: Any) -> Conve
     )
 
 
+def filed_under(conversation: Conversation, **identity: Any) -> Conversation:
+    """The conversation with its stored identity changed behind the service's back: as a
+    buffer stored before these rules, or whose owner was deleted, would be."""
+    Conversation.objects.filter(pk=conversation.pk).update(**identity)
+    conversation.refresh_from_db()
+    return conversation
+
+
+def session_buffer(owner: Any, session_id: str, **fields: Any) -> Conversation:
+    session = store([user("the session's transcript")], owner=owner, key=f"s-{session_id}")
+    buffer = store(
+        [user("go"), assistant("c1")],
+        scope="session",
+        scope_id=str(session.pk),
+        owner=owner,
+        **fields,
+    )
+    return filed_under(buffer, scope_id=session_id)
+
+
+SESSION_NOT_OWNED = (
+    'must name a conversation the owner owns in the "session" scope (a session\'s transcript)'
+)
+
+
 def refusals(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Refused")]
 
@@ -86,7 +111,7 @@ def test_the_identity_of_a_user_buffer_is_its_owner_never_the_caller(
     """Staff heal from the admin: the buffer's user is still its owner, so a buffer stored
     under another user's id refuses, even though the caller is a real user."""
     staff = django_user_model.objects.create_user("staff", is_staff=True)
-    someone_elses = user_scoped(owner, scope_id=str(staff.pk))
+    someone_elses = filed_under(user_scoped(owner), scope_id=str(staff.pk))
 
     with caplog.at_level(logging.WARNING):
         report = services.heal_conversation(
@@ -108,7 +133,7 @@ def test_an_ownerless_user_buffer_refuses_whoever_drives_it(
     django_user_model: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     staff = django_user_model.objects.create_user("staff", is_staff=True)
-    ownerless = store([user("go"), assistant("c1")], scope="user", scope_id="1", owner=None)
+    ownerless = filed_under(user_scoped(staff), owner=None)
 
     with caplog.at_level(logging.WARNING):
         report = services.heal_conversation(conversation_id=ownerless.pk, via="admin", by=staff)
@@ -119,11 +144,11 @@ def test_an_ownerless_user_buffer_refuses_whoever_drives_it(
 
 @pytest.mark.rule("MEM-13")
 @pytest.mark.rule("MEM-7")
-@pytest.mark.parametrize("session", ["0", "abc", "-1"])
+@pytest.mark.parametrize("session", ["0", "", "abc", "-1"])
 def test_a_session_buffer_without_a_real_session_refuses_with_no_query(
     owner: Any, session: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    conversation = store([user("go")], scope="session", scope_id=session, owner=owner)
+    conversation = session_buffer(owner, session)
 
     with caplog.at_level(logging.WARNING), CaptureQueriesContext(connection) as queries:
         report = services.append_messages(conversation=conversation, messages=TURN, via="tests")
@@ -139,14 +164,87 @@ def test_a_session_buffer_of_an_unknown_session_refuses_and_of_a_known_one_appen
     owner: Any,
 ) -> None:
     session = store([user("the session's own transcript")], owner=owner)
-    unknown = store([user("go")], scope="session", scope_id="999999", owner=owner, key="a")
+    unknown = session_buffer(owner, "999999", key="a")
     known = store([user("go")], scope="session", scope_id=str(session.pk), owner=owner, key="b")
 
-    refused = services.append_messages(conversation=unknown, messages=TURN, via="tests")
+    with CaptureQueriesContext(connection) as queries:
+        refused = services.append_messages(conversation=unknown, messages=TURN, via="tests")
     appended = services.append_messages(conversation=known, messages=TURN, via="tests")
 
     assert refused.refusal.startswith("the execution context carries no real session")
+    assert [q["sql"] for q in queries.captured_queries if "buffers_message" in q["sql"]] == []
+    assert len(queries.captured_queries) == 1  # is there such a session of the owner's?
     assert (appended.refusal, appended.appended) == ("", 1)
+
+
+@pytest.mark.rule("MEM-13")
+@pytest.mark.rule("MEM-8")
+def test_a_session_of_someone_else_is_no_session_of_this_buffer(
+    owner: Any, django_user_model: Any
+) -> None:
+    """So that a refusal says nothing about conversations the buffer's owner cannot see."""
+    stranger = django_user_model.objects.create_user("stranger")
+    theirs = store([user("their session")], owner=stranger)
+    mine = filed_under(session_buffer(owner, "1"), scope_id=str(theirs.pk))
+
+    report = services.append_messages(conversation=mine, messages=TURN, via="tests")
+
+    assert report.refusal.startswith("the execution context carries no real session")
+
+
+@pytest.mark.rule("MEM-6")
+@pytest.mark.rule("MEM-13")
+@pytest.mark.parametrize(
+    ("scope", "scope_id", "sentence"),
+    [
+        (
+            "user",
+            "someone",
+            'must be the owner\'s id in the "user" scope (the owner is user {owner})',
+        ),
+        (
+            "session",
+            "{session}",
+            SESSION_NOT_OWNED,
+        ),
+        (
+            "session",
+            "0",
+            SESSION_NOT_OWNED,
+        ),
+    ],
+)
+def test_an_import_cannot_file_a_buffer_under_someone_elses_identity(
+    owner: Any, django_user_model: Any, scope: str, scope_id: str, sentence: str
+) -> None:
+    stranger = django_user_model.objects.create_user("stranger")
+    theirs = store([user("their session")], owner=stranger)
+    document = {"scope": scope, "scope_id": scope_id.format(session=theirs.pk), "messages": []}
+
+    answer = signed_in(owner).post(
+        "/api/imports", {"format": "stored", "document": document}, content_type="application/json"
+    )
+
+    assert answer.status_code == 422
+    assert answer.json()["problems"] == [
+        {"path": "document.conversation.scope_id", "message": sentence.format(owner=owner.pk)}
+    ]
+    assert not Conversation.objects.filter(scope=scope).exists()
+
+
+def test_a_write_refuses_when_the_owner_changed_while_it_waited(
+    owner: Any, django_user_model: Any
+) -> None:
+    conversation = store([user("go")], owner=owner)
+    checked = Conversation.objects.get(pk=conversation.pk)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        owner=django_user_model.objects.create_user("new owner")
+    )
+
+    report = services.append_messages(conversation=checked, messages=TURN, via="tests")
+
+    assert report.refusal.startswith("the conversation's owner or scope changed")
+    assert Conversation.objects.get(pk=conversation.pk).message_count == 1
 
 
 @pytest.mark.api
@@ -156,7 +254,7 @@ def test_a_session_buffer_of_an_unknown_session_refuses_and_of_a_known_one_appen
 def test_over_the_api_a_refused_append_is_the_neutral_answer_and_the_buffer_is_untouched(
     owner: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    conversation = store([user("go"), assistant("c1")], scope="session", scope_id="0", owner=owner)
+    conversation = session_buffer(owner, "0")
 
     with caplog.at_level(logging.WARNING), CaptureQueriesContext(connection) as queries:
         answer = signed_in(owner).post(
@@ -204,7 +302,7 @@ def test_the_global_scope_resolves_to_the_empty_id_and_appends(client: Client) -
 
 @pytest.mark.rule("MEM-7")
 def test_in_the_inspector_a_refused_append_says_so_and_writes_nothing(owner: Any) -> None:
-    conversation = store([user("go")], scope="session", scope_id="", owner=owner)
+    conversation = session_buffer(owner, "")
 
     answer = signed_in(owner).post(
         f"/c/{conversation.pk}/append",
@@ -214,4 +312,33 @@ def test_in_the_inspector_a_refused_append_says_so_and_writes_nothing(owner: Any
 
     assert answer.status_code == 200
     assert "Nothing was read or written: the buffer&#x27;s scope refused" in answer.text
-    assert Conversation.objects.get(pk=conversation.pk).message_count == 1
+    assert Conversation.objects.get(pk=conversation.pk).message_count == 2
+
+
+@pytest.mark.rule("MEM-7")
+def test_a_preview_of_a_refused_buffer_says_so_instead_of_planning(owner: Any) -> None:
+    conversation = session_buffer(owner, "0")
+
+    answer = signed_in(owner).get(f"/c/{conversation.pk}/preview", headers={"HX-Request": "true"})
+
+    assert "Nothing was read or written: the buffer&#x27;s scope refused" in answer.text
+    assert "Healed" not in answer.text
+
+
+@pytest.mark.rule("MEM-7")
+def test_the_admins_heal_shows_a_refusal_before_and_after_and_writes_nothing(
+    owner: Any, admin_client: Client
+) -> None:
+    conversation = session_buffer(owner, "0")
+    url = "/admin/buffers/conversation/"
+    chosen = {"action": "heal_unanswered_calls", "_selected_action": [conversation.pk]}
+
+    confirmation = admin_client.post(url, chosen)
+    applied = admin_client.post(url, {**chosen, "apply": "1", "reason": "try"}, follow=True)
+
+    assert "Its scope refuses every write, so nothing would change" in confirmation.text
+    shown = [str(m) for m in applied.context["messages"]]
+    assert shown[0] == "Healed 0 unanswered calls in 0 conversations."
+    assert shown[1].startswith("Nothing was written to 1, whose scope refused:")
+    conversation.refresh_from_db()
+    assert (conversation.unanswered_count, conversation.version) == (1, 0)

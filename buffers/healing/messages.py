@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal, get_args
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Literal, cast, get_args
 
 from pydantic import (
     AfterValidator,
@@ -79,30 +79,54 @@ def json_problem(value: object) -> str | None:
     either and UTF-8 cannot encode the second, so neither database takes them. Nesting
     deeper than MAX_DEPTH is refused too.
     """
-    pending: list[tuple[object, int]] = [(value, 0)]
+    # Hot: every message of every import and append passes here, twice for a provider
+    # import. Strings and numbers inside a container are checked where they are met; only
+    # containers go on the stack.
+    if not isinstance(value, list | dict):
+        return _scalar_problem(value)
+    pending: list[tuple[list[Any] | dict[Any, Any], int]] = [(value, 0)]
+    search = _UNSTORABLE.search
     while pending:
         item, depth = pending.pop()
-        if item is None or isinstance(item, bool | int):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return "holds a number that JSON cannot carry (NaN or infinity)"
-        elif isinstance(item, str):
-            if found := _UNSTORABLE.search(item):
-                return f"holds the character U+{ord(found.group()):04X}, which cannot be stored"
-        elif isinstance(item, list | dict):
-            if depth >= MAX_DEPTH:
-                return f"nests arrays or objects more than {MAX_DEPTH} levels deep"
-            if isinstance(item, list):
-                pending.extend((nested, depth + 1) for nested in item)
-                continue
-            for key, nested in item.items():
+        if depth >= MAX_DEPTH:
+            return f"nests arrays or objects more than {MAX_DEPTH} levels deep"
+        values: Iterable[object]
+        if isinstance(item, dict):
+            for key in item:
                 if not isinstance(key, str):
                     return "holds an object key that is not a string"
-                pending.extend(((key, depth + 1), (nested, depth + 1)))
+                if search(key):
+                    return _scalar_problem(key)
+            values = item.values()
         else:
-            return f"holds a value that is not JSON ({type(item).__name__})"
+            values = item
+        for nested in values:
+            kind = type(nested)
+            if kind is str:
+                if search(cast(str, nested)):
+                    return _scalar_problem(nested)
+            elif kind is int or kind is bool or nested is None:
+                continue
+            elif isinstance(nested, list | dict):
+                pending.append((nested, depth + 1))
+            elif (problem := _scalar_problem(nested)) is not None:
+                return problem
     return None
+
+
+def _scalar_problem(item: object) -> str | None:
+    """``json_problem`` for a value that is not a list or an object."""
+    if item is None or isinstance(item, bool | int):
+        return None
+    if isinstance(item, float):
+        if math.isfinite(item):
+            return None
+        return "holds a number that JSON cannot carry (NaN or infinity)"
+    if isinstance(item, str):
+        if found := _UNSTORABLE.search(item):
+            return f"holds the character U+{ord(found.group()):04X}, which cannot be stored"
+        return None
+    return f"holds a value that is not JSON ({type(item).__name__})"
 
 
 def json_problem_at(value: object) -> tuple[str, str] | None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from buffers.healing import (
     InvalidInput,
@@ -12,6 +16,7 @@ from buffers.healing import (
     parse_messages,
     placeholder_for,
 )
+from buffers.healing.messages import MAX_DEPTH, json_problem
 
 
 def problems_of(raw: object) -> list[str]:
@@ -228,3 +233,54 @@ def test_a_flat_message_round_trips_through_the_stored_shape() -> None:
 
     assert stored.metadata == {"tool_calls": flat["tool_calls"], "refusal": None}
     assert stored.to_flat().model_dump(exclude_unset=True) == flat
+
+
+def _json_problem_reference(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is storable, as the spec of json_problem says, written plainly."""
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return not any(c == "\x00" or "\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, list | dict):
+        if depth >= MAX_DEPTH:
+            return False
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) and _json_problem_reference(k) for k in value):
+                return False
+            value = list(value.values())
+        return all(_json_problem_reference(v, depth + 1) for v in value)
+    return False
+
+
+_ODD_TEXT = st.text(alphabet=st.sampled_from(["a", "é", "\x00", "\ud800", "\udfff", "😀"]))
+_ODD_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _ODD_TEXT
+    | st.just(object())
+    | st.just(b"bytes")
+)
+_ODD_VALUES = st.recursive(
+    _ODD_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(_ODD_TEXT | st.integers(), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(_ODD_VALUES)
+def test_json_problem_finds_a_problem_exactly_when_a_value_cannot_be_stored(value: object) -> None:
+    assert (json_problem(value) is None) is _json_problem_reference(value)
+
+
+def test_json_problem_refuses_nesting_past_the_limit_and_takes_it_at_the_limit() -> None:
+    at_limit: object = "leaf"
+    for _ in range(MAX_DEPTH):
+        at_limit = [at_limit]
+    assert json_problem(at_limit) is None
+    assert json_problem([at_limit]) == f"nests arrays or objects more than {MAX_DEPTH} levels deep"
