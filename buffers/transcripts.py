@@ -195,7 +195,9 @@ def read_document(
     for index, conversation in enumerate(converted):
         path = f"conversations[{index}]" if several else "conversation"
         try:
-            messages = healing.parse_messages(conversation.messages, f"{path}.messages")
+            messages = healing.parse_messages(
+                conversation.messages, f"{path}.messages", json_checked=True
+            )
         except InvalidInput as error:
             problems.extend(error.problems)
             continue

@@ -260,9 +260,10 @@ class FlatMessage(ToolKeys):
     content: SentContent = None
     metadata: ToolKeys | None = None
 
-    def to_stored(self) -> Message:
+    def to_stored(self, *, json_checked: bool = False) -> Message:
         """The stored shape: every top-level key but role and content under ``metadata``,
-        where the same key already under ``metadata`` must agree."""
+        where the same key already under ``metadata`` must agree. ``json_checked``: the
+        caller has already checked that every value can be stored (``json_problem``)."""
         top = _as_sent(self)
         nested = _as_sent(self.metadata) if self.metadata else {}
         clashes = [key for key, value in top.items() if key in nested and nested[key] != value]
@@ -276,8 +277,9 @@ class FlatMessage(ToolKeys):
                 ]
             )
         metadata = {**nested, **top}
-        _check_json(self.content, "content")
-        _check_json(metadata, "metadata")
+        if not json_checked:
+            _check_json(self.content, "content")
+            _check_json(metadata, "metadata")
         return Message.model_construct(
             _fields_set=_STORED_FIELDS, role=self.role, content=self.content, metadata=metadata
         )
@@ -341,7 +343,7 @@ def problem_from(error: ErrorDetails, path: str = "", skip: int = 0) -> Problem:
     return Problem(where or "body", sentence)
 
 
-def parse_message(raw: object, path: str) -> Message:
+def parse_message(raw: object, path: str, *, json_checked: bool = False) -> Message:
     """Read one message in either shape into the stored shape, or raise InvalidInput.
 
     This checks structure only (what a stored transcript must have to be kept at
@@ -352,18 +354,21 @@ def parse_message(raw: object, path: str) -> Message:
     except ValidationError as error:
         raise InvalidInput([problem_from(e, path) for e in error.errors()]) from None
     try:
-        return flat.to_stored()
+        return flat.to_stored(json_checked=json_checked)
     except InvalidInput as error:
         problems = [_where_sent(p.within(f"{path}."), raw, path) for p in error.problems]
         raise InvalidInput(problems) from None
 
 
 def parse_messages(
-    raw: object, path: str = "messages", *, appendable: bool = False
+    raw: object, path: str = "messages", *, appendable: bool = False, json_checked: bool = False
 ) -> list[Message]:
     """Read a list of messages in either shape, reporting every problem of every message at
     once. With ``appendable``, a message must also meet what the append rules need of it
-    (``appendable_problems``); those problems are named where the client put the key."""
+    (``appendable_problems``); those problems are named where the client put the key.
+    With ``json_checked``, the caller vouches that every value can be stored, as the
+    provider-format readers check each turn of their document (``formats.read``): the
+    walk over every value, the costliest check, is then not made twice."""
     if not isinstance(raw, list):
         raise InvalidInput([Problem(path, f"must be a list of messages, not {describe(raw)}")])
     messages: list[Message] = []
@@ -371,7 +376,7 @@ def parse_messages(
     for index, item in enumerate(raw):
         where = f"{path}[{index}]"
         try:
-            message = parse_message(item, where)
+            message = parse_message(item, where, json_checked=json_checked)
         except InvalidInput as error:
             problems.extend(error.problems)
             continue

@@ -23,6 +23,7 @@ from buffers.healing import (
     result_call_id,
 )
 from buffers.healing.formats import FORMATS, Converted, detect, read, write
+from buffers.healing.messages import json_problem
 
 DEMO = Path(__file__).resolve().parents[2] / "buffers" / "demo"
 
@@ -1374,3 +1375,60 @@ def gemini_documents(draw: st.DrawFn) -> dict[str, Any]:
 def test_every_valid_document_round_trips(case: tuple[str, dict[str, Any]]) -> None:
     format, document = case
     assert round_trip(document, format) == document
+
+
+# What a reader accepts can be stored: the import then parses its rows without walking
+# every value a second time (parse_messages(json_checked=True)).
+
+BAD = ["nul \x00 here", "lone \ud800 surrogate", float("nan")]
+VALID_WITH_SLOT = {
+    "openai-chat": lambda bad: {
+        "model": "m",
+        "extra": {"deep": [bad]},
+        "messages": [{"role": "user", "content": "hi", "name": bad}],
+    },
+    "openai-responses": lambda bad: {
+        "input": [
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": [{"x": bad}]},
+        ]
+    },
+    "anthropic": lambda bad: {
+        "system": "s",
+        "messages": [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"q": bad}}],
+            },
+        ],
+    },
+    "gemini": lambda bad: {
+        "contents": [
+            {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"o": bad}}}]}
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("bad", BAD, ids=["nul", "surrogate", "nan"])
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_value_that_cannot_be_stored_is_refused_by_the_reader_itself(
+    format: str, bad: object
+) -> None:
+    with pytest.raises(InvalidInput):
+        read(VALID_WITH_SLOT[format](bad), format)
+    assert read(VALID_WITH_SLOT[format]("fine"), format)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(document=json_values | shaped, format=st.sampled_from(FORMATS))
+def test_every_row_a_reader_gives_can_be_stored(document: object, format: str) -> None:
+    try:
+        conversations = read(document, format)
+    except InvalidInput:
+        return
+    for conversation in conversations:
+        assert json_problem(conversation.metadata) is None
+        for row in conversation.messages:
+            assert json_problem(row["content"]) is None
+            assert json_problem(row["metadata"]) is None
