@@ -31,6 +31,7 @@ from pydantic import ConfigDict, WithJsonSchema
 from pydantic_core import ErrorDetails
 
 from . import access, exports, healing, selectors, services, transcripts
+from .bulk import cyclic_gc_paused
 from .healing import sendability
 from .models import Conversation
 
@@ -494,9 +495,10 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
     """Store a transcript in the stored shape or a provider's, verbatim and in one transaction:
     every conversation it holds is stored, or none."""
     try:
-        incoming = transcripts.read_document(
-            payload.document, payload.format, payload.title or "imported", origin="document."
-        )
+        with cyclic_gc_paused():
+            incoming = transcripts.read_document(
+                payload.document, payload.format, payload.title or "imported", origin="document."
+            )
     except healing.InvalidInput as error:
         raise error.within("document.") from None
     created = services.import_conversations(

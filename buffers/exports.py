@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import healing, selectors
+from .bulk import cyclic_gc_paused
 from .healing import formats, normalize
 from .models import Conversation
 
@@ -50,10 +51,11 @@ def export(conversation: Conversation, format: str) -> Export:
             [healing.Problem("format", f"must be one of {allowed}, not {format!r}")]
         )
     kind = EXPORT_FORMATS[format]
-    document = document_of(conversation, format, selectors.buffer_messages(conversation))
-    # Compact: indenting would make json use its pure-Python encoder, several times slower
-    # on a long buffer (benchmarks/exchange.py).
-    body = json.dumps(document, ensure_ascii=False)
+    with cyclic_gc_paused():
+        document = document_of(conversation, format, selectors.buffer_messages(conversation))
+        # Compact: indenting would make json use its pure-Python encoder, several times
+        # slower on a long buffer (benchmarks/exchange.py).
+        body = json.dumps(document, ensure_ascii=False)
     if format == "stored-jsonl":
         body += "\n"
     stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in conversation.title)[:60]

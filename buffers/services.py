@@ -23,6 +23,7 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from . import healing
+from .bulk import cyclic_gc_paused
 from .models import Action, Block, BufferChange, Conversation, DeclaredCall, Message, Scope
 
 log = logging.getLogger("buffers")
@@ -870,7 +871,8 @@ def import_conversations(
             created.append(conversation)
         return created
 
-    return _in_bounded_transaction(store_all, "import")
+    with cyclic_gc_paused():  # a hundred thousand rows at once: see buffers.bulk
+        return _in_bounded_transaction(store_all, "import")
 
 
 _TEXT_LIMITS = {"title": 300, "source": 300, "key": 200, "scope_id": 100}

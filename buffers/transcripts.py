@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path, PurePath
 
 from . import healing
+from .bulk import cyclic_gc_paused
 from .healing import InvalidInput, Problem, formats
 from .healing.errors import parse_each
 from .healing.messages import describe, json_problem
@@ -121,7 +122,8 @@ def read_transcript(data: bytes, *, name: str, format: str = "auto") -> list[Con
     title = PurePath(name).stem
     try:
         read = _read_jsonl if name.endswith(".jsonl") else _read_json
-        conversations = read(text, format, title)
+        with cyclic_gc_paused():
+            conversations = read(text, format, title)
     except InvalidInput as error:
         raise error.within(f"{name}: ") from None
     # So that what the import service finds wrong (a key already stored) names the file too.

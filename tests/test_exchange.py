@@ -6,11 +6,12 @@ nothing. Through every entry point: the command, the API, the upload page, the e
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -18,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from buffers import exports, healing, selectors, services, transcripts
+from buffers import api, exports, healing, selectors, services, transcripts
 from buffers.healing import formats, sendability
 from buffers.models import BufferChange, Conversation, Message
 from tests.buffers import acting_user, assistant, result, store, user
@@ -673,3 +674,25 @@ def test_after_a_user_turn_the_sendability_section_is_asked_for_again(client: Cl
     assert 'hx-swap-oob="true"' in tag
     section = client.get(f"/c/{conversation.pk}/sendability", headers={"HX-Request": "true"})
     assert "OpenAI would accept this history." in section.text
+
+
+def test_the_apis_format_names_are_the_readers_and_the_exporters() -> None:
+    """The API spells its formats out for its OpenAPI document; they must not drift."""
+    assert get_args(api.ImportFormat) == ("auto", *transcripts.FORMATS)
+    assert get_args(api.ExportFormat) == tuple(exports.EXPORT_FORMATS)
+
+
+def test_reading_a_transcript_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """buffers.bulk pauses it while a whole transcript is read; it must come back on."""
+    assert gc.isenabled()
+    transcripts.read_transcript(as_file(CRASHED["gemini"]), name="g.json")
+    assert gc.isenabled()
+    with pytest.raises(healing.InvalidInput):
+        transcripts.read_transcript(b"{", name="broken.json")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        transcripts.read_transcript(as_file(CRASHED["gemini"]), name="g.json")
+        assert not gc.isenabled()  # paused by someone else: still paused
+    finally:
+        gc.enable()
