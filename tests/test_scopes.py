@@ -212,6 +212,11 @@ def test_a_session_of_someone_else_is_no_session_of_this_buffer(
             "0",
             SESSION_NOT_OWNED,
         ),
+        (
+            "session",
+            "9" * 30,  # beyond any database id: refused, not an overflow
+            SESSION_NOT_OWNED,
+        ),
     ],
 )
 def test_an_import_cannot_file_a_buffer_under_someone_elses_identity(

@@ -5,7 +5,8 @@ A buffer lives in a scope (``global``, ``user``, ``session``) under a scope id. 
 bucket. An identity scope resolves to the identity's id, or **refuses**: it never falls
 back to ``""``, which would pour every caller without an identity into one bucket.
 
-A usable identity (A18) is a positive integer, or its decimal spelling. Absent, ``None``,
+A usable identity (A18) is a positive integer that a database row can have, or its
+decimal spelling. Absent, ``None``,
 ``""``, ``0``, ``"0"``, a boolean, a negative or non-numeric value all refuse. Whether an
 id names an existing user or session is the context builder's to say: it hands over
 only ids it has found (``ExecutionContext``), and ``None`` for one it has not.
@@ -42,16 +43,21 @@ class Resolution:
     reason: str = ""
 
 
+MAX_ID = 2**63 - 1
+"""The largest id a database row can have: a larger number names nothing."""
+
+
 def real_identity(value: object) -> str | None:
     """The id as text when it is a usable identity (A18), else None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return str(value) if value > 0 else None
     if isinstance(value, str):
         text = value.strip()
-        if text.isascii() and text.isdecimal() and int(text) > 0:
-            return str(int(text))
+        if not (text.isascii() and text.isdecimal()) or len(text) > len(str(MAX_ID)):
+            return None
+        value = int(text)
+    if isinstance(value, int) and 0 < value <= MAX_ID:
+        return str(value)
     return None
 
 

@@ -20,7 +20,10 @@ def test_the_spec_examples_of_a_user_scope_resolve_or_refuse_as_given(n: int, ve
     assert resolution.scope_id == ("7" if verdict == "resolved" else "")
 
 
-UNUSABLE = [None, "", "   ", 0, "0", "00", -3, "-3", "seven", "7a", 7.0, True, False, "\u0667", [7]]
+UNUSABLE = [
+    None, "", "   ", 0, "0", "00", -3, "-3", "seven", "7a", 7.0, True, False, "\u0667", [7],
+    2**63, str(2**63), "9" * 5000,  # no database row has such an id
+]  # fmt: skip
 
 
 @pytest.mark.rule("MEM-6")
