@@ -89,11 +89,6 @@ def may_drive(principal: Principal, conversation: Conversation) -> bool:
     return owns(principal, conversation)
 
 
-def may_import(principal: Principal) -> bool:
-    """Store new conversations (owned by whoever imports them)."""
-    return principal is SHELL or is_real(principal)
-
-
 def visible_to[Conversations: QuerySet[Conversation]](
     principal: Principal, conversations: Conversations
 ) -> Conversations:

@@ -129,9 +129,8 @@ def append_messages(
     if problems:
         raise healing.InvalidInput(problems)
     target = conversation if conversation is not None else _conversation(conversation_id)
-    resolution = resolve_scope(target, via)
-    if resolution.refused:
-        return healing.AppendReport.refused(resolution.reason)
+    if refused := _refused(target, via):
+        return refused
 
     def append(locked: Conversation) -> healing.AppendReport:
         if changed := _changed_since_checked(target, locked, via):
@@ -186,6 +185,12 @@ def resolve_scope(conversation: Conversation, via: str) -> healing.scopes.Resolu
     return resolution
 
 
+def _refused(conversation: Conversation, via: str) -> healing.AppendReport | None:
+    """The neutral report when the buffer's scope refuses a write (``resolve_scope``)."""
+    resolution = resolve_scope(conversation, via)
+    return healing.AppendReport.refused(resolution.reason) if resolution.refused else None
+
+
 def _known_session(scope_id: str, owner_id: int | None) -> str | None:
     """The session id when it is usable and names a conversation the buffer's owner owns
     (a session's principal is its owner, MEM-8; and so that the answer says nothing of
@@ -233,9 +238,8 @@ def heal_conversation(
     "Admin repair"). Returns the report: ``healed`` says what went where; when the
     buffer's scope refuses (``resolve_scope``), the neutral one."""
     target = _conversation(conversation_id)
-    resolution = resolve_scope(target, via)
-    if resolution.refused:
-        return healing.AppendReport.refused(resolution.reason)
+    if refused := _refused(target, via):
+        return refused
 
     def heal(conversation: Conversation) -> healing.AppendReport:
         if changed := _changed_since_checked(target, conversation, via):
@@ -252,9 +256,8 @@ def preview_heal(*, conversation_id: int) -> healing.AppendReport:
     """What ``heal_conversation`` would do now, with nothing written; the neutral report
     when the buffer's scope refuses, as the heal itself would."""
     conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
-    resolution = resolve_scope(conversation, "heal preview")
-    if resolution.refused:
-        return healing.AppendReport.refused(resolution.reason)
+    if refused := _refused(conversation, "heal preview"):
+        return refused
     facts, _ = _load_facts(conversation, (), open_calls=True)
     return healing.plan_heal(facts).report
 
@@ -265,9 +268,8 @@ def preview_append(
     """What appending ``messages`` would do now, planned by the same planner from the same
     facts, with nothing written; the neutral report when the buffer's scope refuses."""
     conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
-    resolution = resolve_scope(conversation, "append preview")
-    if resolution.refused:
-        return healing.AppendReport.refused(resolution.reason)
+    if refused := _refused(conversation, "append preview"):
+        return refused
     facts, _ = _load_facts(conversation, messages)
     return healing.plan_append(facts, messages).report
 
