@@ -187,7 +187,7 @@ def read_document(
 ) -> list[ConversationIn]:
     """The conversations one JSON document holds, read as ``format`` or as detected;
     ``title`` names those whose format has no title, ``origin`` starts their places."""
-    read_as = _detect(document) if format == "auto" else format
+    read_as = formats.detect(document) if format == "auto" else format
     if read_as == "stored":
         return _stored(document, origin)
     converted = formats.read(document, read_as)
@@ -215,20 +215,6 @@ def read_document(
     if problems:
         raise InvalidInput(problems)
     return conversations
-
-
-_STORED_ONLY = frozenset({"title", "source", "key", "scope", "scope_id", "metadata"})
-
-
-def _detect(document: object) -> str:
-    """``formats.detect``, but a conversation with the stored shape's own fields is read as
-    stored even without a messages list, so that the stored reader says what is missing."""
-    bodies = document if isinstance(document, list) else [document]
-    if bodies and all(
-        isinstance(b, dict) and not b.keys().isdisjoint(_STORED_ONLY) for b in bodies
-    ):
-        return "stored"
-    return formats.detect(document)
 
 
 def _stored(document: object, origin: str) -> list[ConversationIn]:

@@ -172,7 +172,7 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     buffer, so the page asks for it after it has shown."""
     conversation = _visible(request, pk)
     verdicts = sendability.check_all(selectors.buffer_messages(conversation)).values()
-    context = {"conversation": conversation, "verdicts": verdicts, "window": None}
+    context = {"conversation": conversation, "verdicts": verdicts}
     if request.htmx:
         return render(request, "buffers/conversation_detail.html#sendability", context)
     return render(request, "buffers/sendability.html", context)

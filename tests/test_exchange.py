@@ -696,3 +696,14 @@ def test_reading_a_transcript_leaves_the_garbage_collector_as_it_found_it() -> N
         assert not gc.isenabled()  # paused by someone else: still paused
     finally:
         gc.enable()
+
+
+def test_an_openai_chat_body_with_its_own_metadata_field_reads_as_openai_chat() -> None:
+    """``metadata`` is a Chat Completions request field too; only the stored shape's own
+    fields (title, key, scope...) make a document the stored shape."""
+    body = {**CRASHED["openai-chat"], "metadata": {"run": "7"}}
+
+    [incoming] = transcripts.read_transcript(as_file(body), name="run.json")
+
+    assert incoming.source_format == "openai-chat"
+    assert incoming.metadata["metadata"] == {"run": "7"}

@@ -34,10 +34,13 @@ What every format shares:
 - Anthropic: tool results in a user message that come after text are written back
   first, as Anthropic requires.
 
-``detect`` tells the formats apart by their keys: ``contents`` is Gemini, ``input``
-OpenAI Responses; a ``messages`` list is the stored shape when it carries the stored
-shape's marks (a ``title``, ``source``, ``key``, ``scope`` or ``scope_id`` field, a
-message ``metadata`` or ``healed`` key, or a call spelled ``tool_call_id``), Anthropic
+``detect`` tells the formats apart by their keys. A ``title``, ``source``, ``key``,
+``scope`` or ``scope_id`` field is the stored shape whatever else the document holds
+(a ``messages`` list or not). Otherwise ``contents`` is Gemini, ``input`` OpenAI
+Responses; a ``messages`` list is the stored shape when it carries the stored shape's
+other marks (no field but ``metadata`` beside it, a message ``metadata`` or ``healed``
+key, or a call spelled ``tool_call_id``); ``metadata`` beside ``model`` is OpenAI's own
+request field. Anthropic
 when it has Anthropic's marks (a top-level ``system``, ``tool_use``/``tool_result``
 blocks, a ``claude`` model...), and OpenAI Chat when it has OpenAI's (a field the stored
 shape lacks such as ``model``, a message ``tool_calls`` in OpenAI's spelling or
@@ -126,7 +129,10 @@ def write(
 
 # Detection.
 
-_STORED_FIELDS = frozenset({"title", "source", "key", "scope", "scope_id", "messages"})
+_STORED_MARKS = frozenset({"title", "source", "key", "scope", "scope_id"})
+"""Fields only the stored shape has: a document with one is stored, with messages or not,
+so that the stored reader says what else is wrong."""
+_STORED_FIELDS = _STORED_MARKS | {"metadata", "messages"}
 _ANTHROPIC_FIELDS = frozenset(
     {"system", "anthropic_version", "stop_sequences", "top_k", "thinking", "mcp_servers"}
 )
@@ -150,6 +156,8 @@ def detect(document: object) -> str:
         raise _cannot_tell(f"{_CANNOT_TELL}; found {describe(document)}")
     if not document:
         raise _cannot_tell("is an empty list, which could be any format")
+    if all(isinstance(body, dict) and body.keys() & _STORED_MARKS for body in document):
+        return "stored"
     if all(
         isinstance(body, dict) and set(body) & {"messages", "input", "contents"}
         for body in document
@@ -167,6 +175,8 @@ def _cannot_tell(sentence: str) -> InvalidInput:
 
 
 def _detect_body(body: dict[str, Any]) -> str:
+    if body.keys() & _STORED_MARKS:
+        return "stored"
     if "contents" in body:
         return "gemini"
     if "input" in body and "messages" not in body:
