@@ -5,13 +5,22 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help setup run superuser test pytest lint format bench conformance screenshots clean
+# make run HOST=0.0.0.0 PORT=8123: from the command line only (zsh sets HOST to the host name).
+ifneq ($(origin HOST),command line)
+HOST := 127.0.0.1
+endif
+ifneq ($(origin PORT),command line)
+PORT := 8000
+endif
+
+.PHONY: help setup run superuser test chromium pytest lint format bench conformance screenshots clean
 
 help:
-	@echo "make run          set up, migrate, load the demo transcripts, serve on http://127.0.0.1:8000"
-	@echo "                  (OWNER=username: that account owns the demo transcripts, so it can drive them)"
-	@echo "make superuser    make an account (asks for a username and a password); the first one this way"
-	@echo "make test         set up, lint, and run the whole test suite (browser tests included)"
+	@echo "make run          set up, migrate, load the demo transcripts, serve on http://127.0.0.1:8000,"
+	@echo "                  and print a one-time link that signs you in (as \$$USER, or OWNER=username)"
+	@echo "                  PORT=8123 HOST=0.0.0.0 choose the address"
+	@echo "make superuser    make an account with a password (asks for a username and a password)"
+	@echo "make test         set up, find or install chromium, lint, run the whole test suite"
 	@echo "make lint         ruff (lint and format check) and mypy"
 	@echo "make format       ruff format and fix"
 	@echo "make bench        benchmarks/append.py, api.py, pages.py and exchange.py (set DATABASE_URL for PostgreSQL)"
@@ -31,17 +40,22 @@ $(STAMP): $(PY) pyproject.toml requirements.lock
 setup: $(STAMP)
 
 run: setup
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py import_transcripts --skip-existing $(if $(OWNER),--owner $(OWNER)) buffers/demo/*.json buffers/demo/*.jsonl
-	FLOWDROP_DEBUG=1 $(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py migrate --noinput --verbosity 0
+	FLOWDROP_DEBUG=1 $(PY) manage.py local_signin --address $(HOST):$(PORT) $(if $(OWNER),--owner $(OWNER))
+	FLOWDROP_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 superuser: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py createsuperuser
 
-test: lint pytest
+test: chromium lint pytest
 
-pytest: setup
+# The browser tests drive Debian's chromium: found, or installed (as root with apt-get), or the
+# one command to run is printed and make stops here.
+chromium:
+	@.ci/find-chromium >/dev/null
+
+pytest: setup chromium
 	$(PY) -m pytest
 
 lint: setup

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from datetime import timedelta
 from typing import Any, ClassVar, cast
 
 from django.conf import settings
@@ -275,6 +276,7 @@ class Action(models.TextChoices):
     IMPORT = "import", "import"
     EDIT = "edit", "edit"
     DELETE = "delete", "delete"
+    OWNER = "owner", "owner"
 
 
 class BufferChange(models.Model):
@@ -370,3 +372,61 @@ class ApiToken(models.Model):
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class SignInLinkQuerySet(models.QuerySet["SignInLink"]):
+    def usable(self) -> SignInLinkQuerySet:
+        return self.filter(used_at__isnull=True, expires_at__gt=timezone.now())
+
+
+class SignInLink(models.Model):
+    """A one-time sign-in link for the development server: ``make run`` prints one on every
+    start (``manage.py local_signin``). Like an API token, only its SHA-256 digest is
+    stored; it signs in once, within ``LIFETIME``, and only while ``FLOWDROP_DEBUG`` is on
+    and the browser is on this machine (``views.sign_in_link``)."""
+
+    LIFETIME = timedelta(hours=1)
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_links"
+    )
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField(editable=False)
+    used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = SignInLinkQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"sign-in link for user {self.user_id}, made {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+    @classmethod
+    def issue(cls, user: Any) -> str:
+        """A new link's token for ``user`` (shown once, in the link)."""
+        token = secrets.token_urlsafe(32)
+        now = timezone.now()
+        cls.objects.create(
+            user=user,
+            digest=ApiToken.digest_of(token),
+            created_at=now,
+            expires_at=now + cls.LIFETIME,
+        )
+        return token
+
+    @classmethod
+    def redeem(cls, token: str) -> tuple[Any, str]:
+        """The user ``token`` signs in, once, and ``""``; or ``None`` and why it cannot:
+        ``"unknown"``, ``"used"``, ``"expired"`` or ``"inactive"``."""
+        link = cls.objects.select_related("user").filter(digest=ApiToken.digest_of(token)).first()
+        if link is None:
+            return None, "unknown"
+        if link.used_at is not None:
+            return None, "used"
+        if link.expires_at <= timezone.now():
+            return None, "expired"
+        if not link.user.is_active:
+            return None, "inactive"
+        # Two tabs opening the link at once: only the one that marks it used signs in.
+        if not cls.objects.usable().filter(pk=link.pk).update(used_at=timezone.now()):
+            return None, "used"
+        return link.user, ""

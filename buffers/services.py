@@ -877,6 +877,26 @@ def import_conversations(
         return _in_bounded_transaction(store_all, "import")
 
 
+def give_ownerless(
+    conversations: models.QuerySet[Conversation], *, owner: User, via: str, by: Actor, reason: str
+) -> list[Conversation]:
+    """Make ``owner`` the owner of each conversation of ``conversations`` that has none,
+    with an entry in its journal; one that has an owner keeps it. Returns those given."""
+    given: list[Conversation] = []
+    with transaction.atomic():
+        for conversation in conversations.filter(owner__isnull=True).select_for_update():
+            conversation.owner = owner
+            conversation.save(update_fields=["owner"])
+            Writer(via, by, Action.OWNER, reason).record(
+                conversation,
+                version=conversation.version,
+                message_count=conversation.message_count,
+                rows=[{"change": "owner", "old": None, "new": owner.get_username()}],
+            )
+            given.append(conversation)
+    return given
+
+
 _TEXT_LIMITS = {"title": 300, "source": 300, "key": 200, "scope_id": 100}
 
 

@@ -3,9 +3,13 @@ for reads; htmx requests get the named partial they swap."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages as flash
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
@@ -20,7 +24,7 @@ from django_htmx.middleware import HtmxDetails
 from . import access, exports, healing, presenters, selectors, services
 from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
 from .healing import sendability
-from .models import Conversation
+from .models import Conversation, SignInLink
 from .transcripts import check_size, read_transcript
 
 PAGE_SIZE = 50
@@ -371,3 +375,38 @@ def _page_context(
         "tool_form": ToolResultForm(prefix="tool"),
         "assistant_form": AssistantTurnForm(prefix="assistant"),
     }
+
+
+SIGN_IN_REFUSED = {
+    "unknown": "This sign-in link is not one that make run printed here.",
+    "used": "This sign-in link has been used: each one signs in once.",
+    "expired": "This sign-in link has expired: each one works for an hour.",
+    "inactive": "The account this link signs in to is not active.",
+}
+
+
+@login_not_required
+@require_safe
+def sign_in_link(request: HttpRequest, token: str) -> HttpResponse:
+    """The one-time link ``make run`` prints: signs this browser in as the local account.
+    It exists only on the development server, for a browser on this machine: anywhere
+    else it is a 404, as if there were no such page."""
+    if not settings.DEBUG or not _from_this_machine(request):
+        raise Http404
+    user, refused = SignInLink.redeem(token)
+    if user is None:
+        return render(
+            request,
+            "registration/sign_in_link_refused.html",
+            {"reason": SIGN_IN_REFUSED[refused]},
+            status=403,
+        )
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    return redirect("buffers:conversation_list")
+
+
+def _from_this_machine(request: HttpRequest) -> bool:
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False

@@ -5,11 +5,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
 from buffers.api import api, not_found
+from buffers.views import sign_in_link
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/first-run/<str:token>/", sign_in_link, name="sign_in_link"),
     path("api/", not_found),
     path("api/", api.urls),
     re_path(r"^api/", not_found),

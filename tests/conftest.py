@@ -9,6 +9,7 @@ from django.db import connection
 from django.test import Client
 
 from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer, signed_in
+from tests.chromium import find_chromium
 
 SPEC = Path(__file__).resolve().parent.parent / "docs" / "spec"
 
@@ -17,6 +18,15 @@ def spec_examples(rule: str) -> dict[int, Any]:
     """The JSON examples of one rule's narrative, by their number."""
     examples = json.loads((SPEC / "examples.json").read_text())
     return {e["n"]: e for e in examples if e["rule"] == rule}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stop before any test runs when browser tests are chosen and no chromium is there:
+    one sentence saying what to install, not one fixture error per browser test."""
+    if any(item.get_closest_marker("browser") for item in items):
+        chromium, advice = find_chromium()
+        if chromium is None:
+            pytest.exit(f"{advice}\n(or leave the browser tests out: -m 'not browser')", 1)
 
 
 @pytest.fixture(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,12 +13,12 @@ from playwright.sync_api import Error as PageError
 from pytest_django.live_server_helper import LiveServer
 
 from tests.buffers import signed_in
+from tests.chromium import find_chromium
 
 # Playwright's sync API runs an asyncio loop in the main thread, and Django refuses ORM calls
 # from inside one (test database creation and flush included). Set before the database is.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium")
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -35,10 +34,10 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Debian's chromium, not a Playwright download (`playwright install` is never run)."""
-    if CHROMIUM is None:
-        pytest.fail("no chromium: `apt-get install chromium`, or set CHROMIUM_PATH")
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+    """Debian's chromium, not a Playwright download (`playwright install` is never run),
+    found as `make test` finds it (tests.conftest stops the run when there is none)."""
+    chromium, _ = find_chromium()
+    return {**browser_type_launch_args, "executable_path": chromium, "args": CHROMIUM_ARGS}
 
 
 @pytest.fixture(autouse=True)

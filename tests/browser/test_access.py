@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
+from django.test import override_settings
 from playwright.sync_api import BrowserContext, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
@@ -66,3 +69,23 @@ def test_signing_out_ends_the_session(page: Page, live_server: LiveServer) -> No
     expect(page).to_have_url(f"{live_server.url}/accounts/login/")
     page.goto(f"{live_server.url}/")
     expect(page).to_have_url(f"{live_server.url}/accounts/login/?next=/")
+
+
+@pytest.mark.anonymous
+def test_the_link_make_run_prints_signs_a_new_user_in_to_the_demo_they_can_drive(
+    page: Page, live_server: LiveServer
+) -> None:
+    out = StringIO()
+    with override_settings(DEBUG=True):
+        call_command("local_signin", address=live_server.url[7:], owner="newcomer", stdout=out)
+        link = next(line for line in out.getvalue().splitlines() if line.startswith("Sign in: "))
+
+        page.goto(link.removeprefix("Sign in: "))
+
+        expect(page).to_have_url(f"{live_server.url}/")
+        expect(page.get_by_text("Signed in as newcomer")).to_be_visible()
+        page.get_by_role("link", name="Weather agent crashed between two parallel calls").click()
+        page.get_by_label("Your turn").fill("Still there?")
+        page.get_by_role("button", name="Send user turn").click()
+        expect(page.locator("#report")).to_contain_text("Healed 1 call: call_rome after message 2.")
+        expect(page.locator("#summary")).to_contain_text("no unanswered calls")
