@@ -1,0 +1,242 @@
+"""Appending under the rules: a batch checked, the facts the planner needs loaded from the
+index columns, and its plan written with the journal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import batched
+from typing import Any
+
+from django.db.models import F
+from django.utils import timezone
+
+from buffers import healing
+from buffers.models import Action, Conversation, DeclaredCall, Message
+
+from .journal import Actor, Writer
+from .layout import _INSERT_BATCH, _make_room, _place_tail, _resize_blocks, _Stored
+from .locking import _get, _StaleBuffer, with_buffer_lock
+from .scopes import _changed_since_checked, _refused
+
+MAX_BATCH = 10_000
+"""The most messages one append may carry."""
+
+_ID_CHUNK = 5_000
+
+
+# Appending under the rules.
+
+
+def append_messages(
+    *,
+    conversation_id: int | None = None,
+    conversation: Conversation | None = None,
+    messages: Sequence[healing.Message],
+    via: str,
+    by: Actor = None,
+) -> healing.AppendReport:
+    """Append a batch under MEM-1, 2, 3, 10, 11 and 14; return what happened (MEM-14).
+
+    The buffer's scope is resolved first (``resolve_scope``): when it refuses, nothing is
+    read or written and the report is the neutral one. Given the ``conversation`` an
+    entry point has loaded, a refusal makes no query at all (MEM-7).
+
+    Raises ``InvalidInput`` (nothing written) when a message cannot be appended under
+    the rules, and ``ConversationNotFound``.
+    """
+    if len(messages) > MAX_BATCH:
+        raise healing.InvalidInput(
+            [
+                healing.Problem(
+                    "messages", f"holds {len(messages)} messages; the most is {MAX_BATCH}"
+                )
+            ]
+        )
+    problems = healing.appendable_problems(messages)
+    if problems:
+        raise healing.InvalidInput(problems)
+    target = conversation if conversation is not None else _conversation(conversation_id)
+    if refused := _refused(target, via):
+        return refused
+
+    def append(locked: Conversation) -> healing.AppendReport:
+        if changed := _changed_since_checked(target, locked, via):
+            return healing.AppendReport.refused(changed)
+        facts, stored = _load_facts(locked, messages)
+        plan = healing.plan_append(facts, messages)
+        _apply(locked, plan, stored, Writer(via, by, Action.APPEND))
+        return plan.report
+
+    return with_buffer_lock(target.pk, via, append)
+
+
+def _conversation(conversation_id: int | None) -> Conversation:
+    if conversation_id is None:
+        raise TypeError("append_messages needs a conversation or a conversation_id")
+    return _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+
+
+def _load_facts(
+    conversation: Conversation, batch: Sequence[healing.Message], *, open_calls: bool = False
+) -> tuple[healing.BufferFacts, dict[int, _Stored]]:
+    """The facts the planner needs, read from the index columns for this batch's ids only;
+    the open calls too when the batch holds a user turn (or ``open_calls``)."""
+    ids = healing.ids_in_batch(batch)
+    rows: dict[int, _Stored] = {}
+    holders: dict[str, list[tuple[int, bool]]] = {}
+    declared: set[str] = set()
+    for chunk in batched(sorted(ids), _ID_CHUNK):
+        for call_id, placeholder, *where in Message.objects.filter(
+            conversation=conversation, answers_call_id__in=chunk
+        ).values_list(
+            "answers_call_id", "is_placeholder", "pk", "block_id", "block__start", "slot"
+        ):
+            row = _Stored(*where)
+            rows[row.position] = row
+            holders.setdefault(str(call_id), []).append((row.position, placeholder))
+        declared.update(
+            DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).values_list(
+                "call_id", flat=True
+            )
+        )
+    results = {}
+    for call_id, held in holders.items():
+        held.sort()
+        real = [position for position, placeholder in held if not placeholder]
+        results[call_id] = healing.ResultSlot(real[0] if real else held[0][0], placeholder=not real)
+
+    open_call_list = None
+    if open_calls or any(message.role == "user" for message in batch):
+        open_call_list = []
+        for call_id, ordinal, *where in DeclaredCall.objects.filter(
+            conversation=conversation, answered=False
+        ).values_list(
+            "call_id",
+            "ordinal",
+            "message_id",
+            "message__block_id",
+            "message__block__start",
+            "message__slot",
+        ):
+            row = _Stored(*where)
+            rows[row.position] = row
+            open_call_list.append(healing.OpenCall(call_id, row.position, ordinal))
+
+    facts = healing.BufferFacts(
+        length=conversation.message_count,
+        results=results,
+        declared=declared,
+        open_calls=open_call_list,
+        covers=ids,
+    )
+    return facts, rows
+
+
+def _apply(
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    stored: dict[int, _Stored],
+    writer: Writer,
+) -> None:
+    """Write a plan: overwrite replaced placeholders, make room mid-buffer, insert the new
+    rows, and bring the declared-call index, the counters and the journal along."""
+    if not plan.inserts and not plan.replacements:
+        return
+    # First, and only if no other append wrote since the facts were read (MEM-12).
+    changed = Conversation.objects.filter(pk=conversation.pk, version=conversation.version).update(
+        version=F("version") + 1,
+        message_count=F("message_count") + len(plan.inserts),
+        unanswered_count=F("unanswered_count") + plan.unanswered_delta,
+        healed_count=F("healed_count") + plan.placeholders_delta,
+        updated_at=timezone.now(),
+    )
+    if not changed:
+        raise _StaleBuffer
+    _journal_plan(conversation, plan, stored, writer)
+    for replacement in plan.replacements:
+        message = replacement.message
+        Message.objects.filter(pk=stored[replacement.original_position].pk).update(
+            content=message.content,
+            metadata=message.metadata,
+            answers_call_id=healing.result_call_id(message),
+            is_placeholder=healing.is_placeholder(message),
+        )
+    grown = _make_room(conversation, plan, stored)
+    mid = [
+        Message.from_core(
+            insert.message,
+            conversation=conversation,
+            block_id=stored[insert.gap - 1].block_id,
+            slot=insert.position - plan.shifted(stored[insert.gap - 1].block_start),
+        )
+        for insert in plan.mid_buffer_inserts()
+    ]
+    tail = _place_tail(conversation, plan.tail_inserts(), grown)
+    Message.objects.bulk_create(mid + tail, batch_size=_INSERT_BATCH)
+    _resize_blocks(grown)
+
+    new_at = dict(
+        zip(
+            [i.position for i in plan.mid_buffer_inserts()]
+            + [i.position for i in plan.tail_inserts()],
+            mid + tail,
+            strict=True,
+        )
+    )
+    DeclaredCall.objects.bulk_create(
+        [
+            DeclaredCall(
+                conversation=conversation,
+                message=new_at[declaration.position],
+                call_id=declaration.call_id,
+                ordinal=declaration.ordinal,
+                answered=declaration.answered,
+            )
+            for declaration in plan.declarations
+        ],
+        batch_size=_INSERT_BATCH,
+    )
+    for chunk in batched(plan.answered, _ID_CHUNK):
+        DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
+            answered=True
+        )
+
+
+def _journal_plan(
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    stored: dict[int, _Stored],
+    writer: Writer,
+) -> None:
+    """The journal entry for a plan: each new row by its index, and each replaced
+    placeholder with its old and new message."""
+    old_by_pk = {
+        pk: {"role": role, "content": content, "metadata": metadata}
+        for pk, role, content, metadata in Message.objects.filter(
+            pk__in=[stored[r.original_position].pk for r in plan.replacements]
+        ).values_list("pk", "role", "content", "metadata")
+    }
+    rows: list[dict[str, Any]] = [
+        {
+            "change": "replaced",
+            "index": replacement.position,
+            "old": old_by_pk[stored[replacement.original_position].pk],
+            "new": replacement.message.as_stored(),
+        }
+        for replacement in plan.replacements
+    ]
+    for insert in plan.inserts:
+        row: dict[str, Any] = {"change": "inserted", "index": insert.position}
+        row["role"] = insert.message.role
+        if call_id := healing.result_call_id(insert.message):
+            row["call_id"] = call_id
+        if healing.is_placeholder(insert.message):
+            row["healed"] = True
+        rows.append(row)
+    rows.sort(key=lambda row: row["index"])
+    writer.record(
+        conversation,
+        version=conversation.version + 1,
+        message_count=conversation.message_count + len(plan.inserts),
+        rows=rows,
+    )

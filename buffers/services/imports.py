@@ -1,0 +1,281 @@
+"""Storing transcripts verbatim: conversations checked (text limits, storage identity),
+then rows, blocks and the declared-call index written in bulk."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connection, models
+
+from buffers import healing
+from buffers.bulk import cyclic_gc_paused
+from buffers.models import Action, Block, Conversation, DeclaredCall, Message, Scope
+
+from .journal import Actor, Writer
+from .layout import _INSERT_BATCH
+from .locking import _in_bounded_transaction
+
+
+@dataclass(frozen=True)
+class ConversationIn:
+    """A conversation to store verbatim: what an import file or the API hands over."""
+
+    messages: Sequence[healing.Message]
+    title: str = ""
+    source: str = ""
+    key: str | None = None
+    scope: str = Scope.GLOBAL
+    scope_id: str = ""
+    origin: str | None = None
+    """Where it came from, for errors (``line 3: conversation``); else its place in the batch."""
+    source_format: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """What a provider document held beside its messages (model, tools...)."""
+
+
+# Storing transcripts verbatim.
+
+
+def import_conversations(
+    conversations: Sequence[ConversationIn],
+    *,
+    via: str,
+    by: Actor = None,
+    owner: User | None = None,
+    on_existing: Literal["error", "skip"] = "error",
+    progress: Callable[[int], object] | None = None,
+) -> list[Conversation]:
+    """Store each conversation exactly as given: no healing, no dedup (a crashed transcript
+    is kept as it is). All of them in one transaction: all are stored, or none.
+
+    ``owner`` owns every conversation stored (nobody, when ``None``). Returns the
+    conversations created; with ``on_existing="skip"`` one whose storage
+    identity (scope, scope id, key) is already taken is left alone. Raises InvalidInput
+    (nothing written) for what cannot be stored, and BufferBusy as appends do.
+    """
+    problems = [
+        problem
+        for index, incoming in enumerate(conversations)
+        for problem in (
+            *_text_problems(incoming, index),
+            *_identity_problems(incoming, index, owner),
+        )
+    ]
+    if problems:
+        raise healing.InvalidInput(problems)
+
+    def store_all() -> list[Conversation]:
+        created: list[Conversation] = []
+        identities_here: set[tuple[str, str, str]] = set()
+        for index, incoming in enumerate(conversations):
+            identity = {"scope": str(incoming.scope), "scope_id": incoming.scope_id}
+            if incoming.key is not None:
+                identity["key"] = incoming.key
+                where = _place(incoming, index, "key")
+                triple = (identity["scope"], incoming.scope_id, incoming.key)
+                if triple in identities_here:
+                    raise healing.InvalidInput(
+                        [healing.Problem(where, f"{incoming.key!r} is used twice in this import")]
+                    )
+                identities_here.add(triple)
+                if Conversation.objects.filter(**identity).exists():
+                    if on_existing == "skip":
+                        continue
+                    raise healing.InvalidInput(
+                        [
+                            healing.Problem(
+                                where,
+                                f"a conversation with key {incoming.key!r} in scope "
+                                f"{identity['scope']!r} is already stored",
+                            )
+                        ]
+                    )
+            conversation = Conversation.objects.create(
+                title=incoming.title,
+                source=incoming.source,
+                source_format=incoming.source_format,
+                metadata=incoming.metadata,
+                owner=owner,
+                **identity,
+            )
+            _write_verbatim(conversation, incoming.messages, progress)
+            Writer(via, by, Action.IMPORT).record(
+                conversation,
+                version=conversation.version,
+                message_count=conversation.message_count,
+                rows=[],
+            )
+            created.append(conversation)
+        return created
+
+    with cyclic_gc_paused():  # a hundred thousand rows at once: see buffers.bulk
+        return _in_bounded_transaction(store_all, "import")
+
+
+_TEXT_LIMITS = {"title": 300, "source": 300, "key": 200, "scope_id": 100}
+
+
+def _text_problems(incoming: ConversationIn, index: int) -> list[healing.Problem]:
+    """What the database could not store of a conversation's own fields: each entry point
+    checks too, so that its errors name its own places, but none may be skipped."""
+    problems = []
+    for name, limit in _TEXT_LIMITS.items():
+        value = getattr(incoming, name) or ""
+        where = _place(incoming, index, name)
+        if problem := healing.json_problem(value):
+            problems.append(healing.Problem(where, problem))
+        elif len(value) > limit:
+            problems.append(healing.Problem(where, f"is longer than {limit} characters"))
+    return problems
+
+
+def _identity_problems(
+    incoming: ConversationIn, index: int, owner: User | None
+) -> list[healing.Problem]:
+    """A conversation may be stored only in its owner's own bucket: a ``user`` buffer
+    under the owner's id, a ``session`` buffer under a session (a conversation) the owner
+    owns. Anything else would file it under someone else's identity."""
+    where = _place(incoming, index, "scope_id")
+    if incoming.scope == Scope.USER:
+        if owner is None or incoming.scope_id != str(owner.pk):
+            whose = "nobody" if owner is None else f"user {owner.pk}"
+            return [
+                healing.Problem(
+                    where,
+                    f'must be the owner\'s id in the "user" scope (the owner is {whose})',
+                )
+            ]
+    elif incoming.scope == Scope.SESSION:
+        session = healing.scopes.real_identity(incoming.scope_id)
+        if (
+            owner is None
+            or session is None
+            or not Conversation.objects.filter(pk=int(session), owner=owner).exists()
+        ):
+            return [
+                healing.Problem(
+                    where,
+                    'must name a conversation the owner owns in the "session" scope '
+                    "(a session's transcript)",
+                )
+            ]
+    return []
+
+
+def _place(incoming: ConversationIn, index: int, field: str) -> str:
+    """Where a field of an incoming conversation is, for errors: under its origin (``""``
+    for a request body that holds one conversation), else under its place in the batch."""
+    origin = incoming.origin if incoming.origin is not None else f"conversations[{index}]"
+    return f"{origin}.{field}" if origin else field
+
+
+def _write_verbatim(
+    conversation: Conversation,
+    messages: Sequence[healing.Message],
+    progress: Callable[[int], object] | None,
+) -> None:
+    """Rows, blocks and the declared-call index for a whole transcript.
+
+    Message and declared-call rows go in without the ORM (COPY on PostgreSQL,
+    ``executemany`` on SQLite):
+    building 100,000 model instances and compiling their INSERTs costs the ORM several
+    seconds, and this is the one bulk path (docs/decisions.md, "Import speed"). The values
+    are what the fields would write: JSON text for content and metadata, and the core's id
+    reader for the index columns.
+    """
+    index = healing.index_buffer(messages)
+    block_size = settings.FLOWDROP_BUFFER_BLOCK_SIZE
+    blocks = Block.objects.bulk_create(
+        [
+            Block(
+                conversation=conversation, start=start, size=min(block_size, len(messages) - start)
+            )
+            for start in range(0, len(messages), block_size)
+        ]
+    )
+    message_columns = [
+        "conversation_id", "block_id", "slot", "role", "content", "metadata", "answers_call_id",
+        "is_placeholder",
+    ]  # fmt: skip
+    for first, chunk in _chunks(messages, _INSERT_BATCH):
+        _insert_rows(
+            Message,
+            message_columns,
+            [
+                (
+                    conversation.pk,
+                    blocks[position // block_size].pk,
+                    position % block_size,
+                    message.role,
+                    None if message.content is None else json.dumps(message.content),
+                    json.dumps(message.metadata),
+                    healing.result_call_id(message),
+                    healing.is_placeholder(message),
+                )
+                for position, message in enumerate(chunk, start=first)
+            ],
+        )
+        if progress:
+            progress(len(chunk))
+
+    block_start = {block.pk: block.start for block in blocks}
+    owner_positions = {position for position, _ in index.owners.values()}
+    pk_at = {
+        block_start[block_id] + slot: pk
+        for pk, block_id, slot in Message.objects.filter(
+            conversation=conversation, role="assistant"
+        ).values_list("pk", "block_id", "slot")
+        if block_start[block_id] + slot in owner_positions
+    }
+    _index_calls(conversation, index, pk_at, len(messages))
+    conversation.refresh_from_db()
+
+
+def _index_calls(
+    conversation: Conversation,
+    index: healing.BufferIndex,
+    pk_at: Mapping[int, int] | list[int],
+    length: int,
+) -> None:
+    """The declared-call rows and the counters of a whole buffer. ``pk_at`` gives the
+    primary key of the message at each position that declares a call."""
+    declared = [
+        (conversation.pk, pk_at[position], call_id, ordinal, call_id in index.holders)
+        for call_id, (position, ordinal) in index.owners.items()
+    ]
+    for _, rows in _chunks(declared, _INSERT_BATCH):
+        _insert_rows(
+            DeclaredCall,
+            ["conversation_id", "message_id", "call_id", "ordinal", "answered"],
+            list(rows),
+        )
+    Conversation.objects.filter(pk=conversation.pk).update(
+        message_count=length,
+        unanswered_count=len(index.open_calls()),
+        healed_count=len(index.placeholders),
+    )
+
+
+def _insert_rows(
+    model: type[models.Model], columns: list[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """Plain INSERT of many rows (COPY on PostgreSQL): JSON columns take JSON text."""
+    table, names = model._meta.db_table, ", ".join(columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as target:
+                for row in rows:
+                    target.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
+
+def _chunks[T](items: Sequence[T], size: int) -> Iterable[tuple[int, Sequence[T]]]:
+    """``items`` in slices of ``size``, each with the index of its first item."""
+    return ((first, items[first : first + size]) for first in range(0, len(items), size))
