@@ -104,7 +104,9 @@ def store(messages: list[healing.Message], title: str) -> Conversation:
 def import_file(path: Path) -> tuple[Conversation, float]:
     """What ``import_transcripts`` does with a file: read, validate, store. Timed whole."""
     start = time.perf_counter()
-    [conversation] = services.import_conversations(read_transcript_file(path), via="bench")
+    [conversation] = services.import_conversations(
+        read_transcript_file(path).conversations, via="bench"
+    )
     return conversation, time.perf_counter() - start
 
 

@@ -62,7 +62,11 @@ INPUTS: tuple[tuple[str, str, str], ...] = (
     ("stored", "bench.json", "stored"),
     ("stored JSONL", "bench.jsonl", "stored"),
     *((fmt, "bench.json", fmt) for fmt in formats.FORMATS),
+    ("claude-code", "session.jsonl", "claude-code"),
+    ("codex", "rollout.jsonl", "codex"),
 )
+
+SESSION = "6f1c2a9e-3b7d-4e51-9a0c-8d2e4f6b1a37"
 
 
 def transcript(length: int) -> list[healing.Message]:
@@ -134,7 +138,130 @@ def input_files(messages: list[healing.Message]) -> dict[str, bytes]:
     }
     for fmt in formats.FORMATS:
         files[fmt] = json.dumps(formats.write(messages, fmt, {})).encode()
+    files["claude-code"] = claude_code_session(messages).encode()
+    files["codex"] = codex_rollout(messages).encode()
     return files
+
+
+def _stamp(n: int) -> str:
+    seconds = 1_700_000_000 + n
+    clock = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{clock}.{n % 1000:03d}Z"
+
+
+def claude_code_session(messages: list[healing.Message]) -> str:
+    """The transcript as Claude Code writes a session: every event in its envelope, an
+    assistant turn one content block per line (thinking, text, then each tool_use) under
+    one message id, each tool result in a user event of its own. System rows have no
+    place in a session (the system prompt is not logged) and are left out."""
+    lines: list[str] = []
+    parent: str | None = None
+    envelope = {
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/projects/bench",
+        "sessionId": SESSION,
+        "version": "2.0.50",
+        "gitBranch": "main",
+    }
+    usage = {"input_tokens": 12, "cache_read_input_tokens": 14210, "output_tokens": 40}
+
+    def event(kind: str, message: dict[str, Any], **extra: Any) -> None:
+        nonlocal parent
+        uid = f"{len(lines):08d}-0000-4000-8000-{len(lines):012d}"
+        line = {"parentUuid": parent, **envelope, "type": kind, "message": message}
+        lines.append(json.dumps({**line, **extra, "uuid": uid, "timestamp": _stamp(len(lines))}))
+        parent = uid
+
+    for turn, message in enumerate(messages):
+        if message.role == "tool":
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message.metadata["tool_call_id"],
+                "content": message.content,
+            }
+            event("user", {"role": "user", "content": [result]}, toolUseResult={"ok": True})
+        elif message.role == "user":
+            event("user", {"role": "user", "content": message.content})
+        elif message.role == "assistant":
+            blocks: list[dict[str, Any]] = [
+                {"type": "thinking", "thinking": "Which source answers this?", "signature": "Eq=="}
+            ]
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            for call in message.metadata.get("tool_calls", []):
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["function"]["name"],
+                        "input": json.loads(call["function"]["arguments"]),
+                    }
+                )
+            for block in blocks:
+                reply = {
+                    "id": f"msg_{turn:024d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5-20250929",
+                    "content": [block],
+                    "stop_reason": None,
+                    "usage": usage,
+                }
+                event("assistant", reply, requestId=f"req_{turn:024d}")
+    return "\n".join(lines) + "\n"
+
+
+def codex_rollout(messages: list[healing.Message]) -> str:
+    """The transcript as a Codex CLI rollout: a session_meta line, then each message as
+    response_item lines (a message item, its function calls, their outputs), with the
+    turn_context Codex writes before each model request and the token_count after it."""
+    meta = {
+        "id": SESSION,
+        "timestamp": _stamp(0),
+        "cwd": "/home/dev/bench",
+        "originator": "codex_cli_rs",
+        "cli_version": "0.104.0",
+        "model_provider": "openai",
+    }
+    lines = [json.dumps({"timestamp": _stamp(0), "type": "session_meta", "payload": meta})]
+
+    def line(kind: str, payload: dict[str, Any]) -> None:
+        lines.append(
+            json.dumps({"timestamp": _stamp(len(lines)), "type": kind, "payload": payload})
+        )
+
+    context = {"cwd": "/home/dev/bench", "approval_policy": "on-request", "model": "gpt-5-codex"}
+    tokens = {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 900}}}
+    for message in messages:
+        if message.role in ("user", "system"):
+            role = "user" if message.role == "user" else "developer"
+            text = {"type": "input_text", "text": message.content}
+            line("response_item", {"type": "message", "role": role, "content": [text]})
+            line("turn_context", context)
+        elif message.role == "assistant":
+            if message.content:
+                text = {"type": "output_text", "text": message.content}
+                item = {"type": "message", "role": "assistant", "content": [text]}
+                line("response_item", item)
+            for call in message.metadata.get("tool_calls", []):
+                function = call["function"]
+                item = {
+                    "type": "function_call",
+                    "name": function["name"],
+                    "arguments": function["arguments"],
+                    "call_id": call["id"],
+                }
+                line("response_item", item)
+            line("event_msg", tokens)
+        else:
+            output = {
+                "type": "function_call_output",
+                "call_id": message.metadata["tool_call_id"],
+                "output": message.content,
+            }
+            line("response_item", output)
+    return "\n".join(lines) + "\n"
 
 
 @contextmanager
@@ -182,13 +309,14 @@ def import_timed(
     """One import: the conversation, and seconds and queries reading and storing."""
     with counting_queries() as read_queries:
         start = time.perf_counter()
-        conversations = read_transcript(data, name=name, format=fmt)
+        conversations = read_transcript(data, name=name, format=fmt).conversations
         read = time.perf_counter() - start
     with counting_queries() as store_queries:
         start = time.perf_counter()
         [conversation] = services.import_conversations(conversations, via="bench")
         stored = time.perf_counter() - start
-    assert conversation.message_count == LENGTH, (name, fmt, conversation.message_count)
+    expected = LENGTH - (fmt == "claude-code")  # a session does not log the system prompt
+    assert conversation.message_count == expected, (name, fmt, conversation.message_count)
     return conversation, (read, stored), (read_queries[0], store_queries[0])
 
 
@@ -197,7 +325,7 @@ def import_memory(data: bytes, name: str, fmt: str) -> tuple[float, float, float
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        conversations = read_transcript(data, name=name, format=fmt)
+        conversations = read_transcript(data, name=name, format=fmt).conversations
         after_read, read_peak = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         services.import_conversations(conversations, via="bench")

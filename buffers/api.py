@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal, cast
 
@@ -32,7 +33,7 @@ from pydantic_core import ErrorDetails
 
 from . import access, exports, healing, selectors, services, transcripts
 from .bulk import cyclic_gc_paused
-from .healing import sendability
+from .healing import formats, sendability
 from .models import Conversation
 
 MAX_PAGE = 500
@@ -273,9 +274,30 @@ class AnalysisOut(Schema):
     )
 
 
-ImportFormat = Literal["auto", "stored", "openai-chat", "openai-responses", "anthropic", "gemini"]
+ImportFormat = Literal[
+    "auto",
+    "stored",
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "otel-genai",
+    "swe-agent",
+    "openhands",
+]
 ExportFormat = Literal[
-    "stored", "stored-jsonl", "normalized", "openai-chat", "openai-responses", "anthropic", "gemini"
+    "stored",
+    "stored-jsonl",
+    "normalized",
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "claude-code",
+    "codex",
 ]
 
 
@@ -287,9 +309,21 @@ class ImportIn(Schema):
         "", max_length=300, description="For a format that has no title; else the format's."
     )
     document: Any = Field(
-        description="A transcript as a file would hold it: a stored-shape conversation or a "
-        "list of them, an OpenAI Chat body or messages list, OpenAI Responses input items, an "
-        "Anthropic Messages body, Gemini contents, or a list of bodies."
+        None,
+        description="A transcript as a .json file would hold it: a stored-shape conversation "
+        "or a list of them, an OpenAI Chat body or messages list, OpenAI Responses input items, "
+        "an Anthropic Messages body, Gemini contents, a list of bodies, a Gemini CLI chat, "
+        "OpenTelemetry GenAI messages, a SWE-agent trajectory, an OpenHands event list, or a "
+        "log's events as a list (Claude Code, Codex). Give this or text.",
+    )
+    text: str | None = Field(
+        None,
+        description="A transcript file's text, as the file holds it: for a JSONL log (a Claude "
+        "Code session, a Codex rollout), whose lines that are not JSON are skipped and "
+        "reported. Give this or document.",
+    )
+    name: healing.StorableText = Field(
+        "", max_length=300, description="The file's name; a .jsonl name reads text as JSONL."
     )
 
 
@@ -298,8 +332,15 @@ class ImportedConversation(Created):
     unanswered: int
 
 
+class SkippedEntry(Schema):
+    where: str = Field(examples=["line 41"])
+    why: str
+
+
 class Imported(Schema):
     conversations: list[ImportedConversation]
+    read_as: str = Field(examples=["read as a Claude Code session: 40 lines, 2 skipped"])
+    skipped: list[SkippedEntry]
 
 
 class ExportQuery(Schema):
@@ -494,15 +535,32 @@ def create_conversation(
 def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[str, Any]]:
     """Store a transcript in the stored shape or a provider's, verbatim and in one transaction:
     every conversation it holds is stored, or none."""
+    given = "document" if payload.text is None else "text"
+    if (payload.document is None) == (payload.text is None):
+        raise healing.InvalidInput(
+            [
+                healing.Problem(
+                    "document", "give either document (a JSON value) or text (a file's text)"
+                )
+            ]
+        )
+    title = payload.title or payload.name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "imported"
     try:
         with cyclic_gc_paused():
-            incoming = transcripts.read_document(
-                payload.document, payload.format, payload.title or "imported", origin="document."
-            )
+            if payload.text is None:
+                source = formats.Source(document=payload.document)
+            else:
+                source = transcripts.text_source(
+                    payload.text, jsonl=payload.name.endswith(".jsonl")
+                )
+            reading = transcripts.read_source(source, payload.format, title)
     except healing.InvalidInput as error:
-        raise error.within("document.") from None
+        raise healing.InvalidInput(formats.collapse(error.within(f"{given}.").problems)) from None
     created = services.import_conversations(
-        incoming, via="api", by=request.user, owner=access.real_user(request.user)
+        [replace(c, origin=f"{given}.{c.origin}") for c in reading.conversations],
+        via="api",
+        by=request.user,
+        owner=access.real_user(request.user),
     )
     return Status(
         201,
@@ -515,7 +573,11 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
                     "unanswered": c.unanswered_count,
                 }
                 for c in created
-            ]
+            ],
+            "read_as": reading.summary(),
+            "skipped": [
+                {"where": p.path, "why": p.message} for p in formats.collapse(reading.skipped)
+            ],
         },
     )
 
@@ -670,7 +732,9 @@ def export_conversation(
 ) -> HttpResponse:
     """The buffer as it is stored, in a format: the stored shape (JSON, or a JSONL line) to
     import again, the MEM-5 normalized list with what it dropped, or a provider's request
-    body. Not healed: ``analysis`` says which providers would accept it."""
+    body. Not healed: ``analysis`` says which providers would accept it. A conversation
+    read from a Claude Code session or a Codex rollout is also written back as that file
+    (``claude-code``, ``codex``), healed, for the runtime to resume."""
     exported = exports.export(_conversation(request, conversation_id), query.format)
     return HttpResponse(exported.body, content_type=exported.content_type)
 

@@ -1,9 +1,13 @@
 """A stored conversation written out: in the stored shape (re-importable), as the MEM-5
-normalized list, or as a provider's request body (``healing.formats``).
+normalized list, as a provider's request body (``healing.formats``), or back in its agent
+runtime's own file, healed (a Claude Code session, a Codex rollout).
 
 The buffer is written as it is stored: a crashed conversation exports with its unanswered
 calls, and ``sendability`` says which providers would refuse it. The normalized export is
-the one that repairs (MEM-5), and says what it dropped.
+the one that repairs (MEM-5), and says what it dropped. A runtime's own file is written
+healed, so that the runtime can resume it: each unanswered call gets its placeholder
+directly after its turn (MEM-3's placement, planned by the same planner as the admin's
+heal), as the runtime's own result event; the stored buffer is not changed.
 """
 
 from __future__ import annotations
@@ -35,6 +39,25 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
     "gemini": ExportFormat("Gemini contents", ".json", "application/json"),
 }
 
+NATIVE_FORMATS: dict[str, ExportFormat] = {
+    "claude-code": ExportFormat("Claude Code session, healed", ".jsonl", "application/jsonl"),
+    "codex": ExportFormat("Codex CLI rollout, healed", ".jsonl", "application/jsonl"),
+}
+"""Runtime files written back healed; only for a conversation read from that runtime."""
+DOCUMENT_FORMATS = dict(EXPORT_FORMATS)
+"""What every conversation exports to."""
+EXPORT_FORMATS.update(NATIVE_FORMATS)
+
+
+def formats_for(conversation: Conversation) -> dict[str, ExportFormat]:
+    """The exports a conversation offers: every one but the runtime files of runtimes it
+    was not read from."""
+    return {
+        name: kind
+        for name, kind in EXPORT_FORMATS.items()
+        if name not in NATIVE_FORMATS or name == conversation.source_format
+    }
+
 
 @dataclass(frozen=True)
 class Export:
@@ -51,6 +74,8 @@ def export(conversation: Conversation, format: str) -> Export:
             [healing.Problem("format", f"must be one of {allowed}, not {format!r}")]
         )
     kind = EXPORT_FORMATS[format]
+    if format in NATIVE_FORMATS:
+        return _native(conversation, format, kind)
     with cyclic_gc_paused():
         document = document_of(conversation, format, selectors.buffer_messages(conversation))
         # Compact: indenting would make json use its pure-Python encoder, several times
@@ -58,9 +83,54 @@ def export(conversation: Conversation, format: str) -> Export:
         body = json.dumps(document, ensure_ascii=False)
     if format == "stored-jsonl":
         body += "\n"
+    return Export(body.encode(), _filename(conversation, format, kind), kind.content_type)
+
+
+def _filename(conversation: Conversation, format: str, kind: ExportFormat) -> str:
     stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in conversation.title)[:60]
-    filename = f"{stem.strip('-') or 'conversation'}-{conversation.pk}-{format}{kind.suffix}"
-    return Export(body.encode(), filename, kind.content_type)
+    return f"{stem.strip('-') or 'conversation'}-{conversation.pk}-{format}{kind.suffix}"
+
+
+def _native(conversation: Conversation, format: str, kind: ExportFormat) -> Export:
+    runtime = formats.READABLE[format]
+    if conversation.source_format != format or runtime.write_native is None:
+        raise healing.InvalidInput(
+            [
+                healing.Problem(
+                    "format",
+                    f"only a conversation read from {runtime.named} can be written back as "
+                    f"one; this one was read from "
+                    f"{formats.named(conversation.source_format) or 'no file'}",
+                )
+            ]
+        )
+    with cyclic_gc_paused():
+        healed = healed_messages(selectors.buffer_messages(conversation))
+        body = runtime.write_native(healed, conversation.metadata)
+    name = runtime.native_name(conversation.metadata) if runtime.native_name else ""
+    return Export(body.encode(), name or _filename(conversation, format, kind), kind.content_type)
+
+
+def native_export(conversation: Conversation) -> dict[str, str] | None:
+    """What the page says of writing ``conversation`` back to its runtime, if it can be."""
+    if conversation.source_format not in NATIVE_FORMATS:
+        return None
+    runtime = formats.READABLE[conversation.source_format]
+    if runtime.write_native is None:
+        return None
+    return {
+        "format": runtime.name,
+        "label": runtime.label,
+        "named": runtime.named,
+        "where": runtime.where,
+        "filename": runtime.native_name(conversation.metadata) if runtime.native_name else "",
+    }
+
+
+def healed_messages(messages: list[healing.Message]) -> list[healing.Message]:
+    """The buffer as MEM-3 heals it, with nothing written: a placeholder directly after
+    the turn of each unanswered call."""
+    return healing.apply_plan(messages, healing.plan_heal(healing.facts_from_messages(messages)))
 
 
 def document_of(

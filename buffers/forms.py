@@ -6,6 +6,8 @@ from typing import Any
 
 from django import forms
 
+from .healing.formats import READABLE
+
 
 class TurnForm(forms.Form):
     """A user turn. Empty or whitespace-only text is refused: MEM-16 turns empty content into
@@ -99,23 +101,16 @@ class _FilesField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    """Transcript files to import, in the stored shape or a provider's."""
+    """Transcript files to import, in the stored shape, a provider's or an agent runtime's."""
 
     transcripts = _FilesField(
         label="Transcript files",
-        help_text=".json or .jsonl, up to 32 MB each; several at once.",
-        widget=_ManyFiles(attrs={"accept": ".json,.jsonl,application/json"}),
+        help_text=".json, .jsonl or .traj, up to 32 MB each; several at once.",
+        widget=_ManyFiles(attrs={"accept": ".json,.jsonl,.traj,application/json"}),
     )
     format = forms.ChoiceField(
         label="Format",
-        choices=[
-            ("auto", "Detect it"),
-            ("stored", "Stored shape"),
-            ("openai-chat", "OpenAI Chat Completions"),
-            ("openai-responses", "OpenAI Responses input items"),
-            ("anthropic", "Anthropic Messages"),
-            ("gemini", "Gemini contents"),
-        ],
+        choices=[("auto", "Detect it"), *((f.name, f.label) for f in READABLE.values())],
         initial="auto",
         required=False,
     )

@@ -1,7 +1,10 @@
-"""Reading transcript files, in the stored shape or a provider's, with errors that say where.
+"""Reading transcript files, in the stored shape, a provider's or an agent runtime's, with
+errors that say where and a report of what each file was read as.
 
-A ``.json`` file holds one document; a ``.jsonl`` file one document per line. A document
-is a conversation in the stored shape::
+A ``.json`` file holds one document. A ``.jsonl`` file is a log that one format reads
+whole (a Claude Code session, a Codex rollout: lines that are not JSON or events no
+reader uses are skipped and reported, never fatal), or else one document per line, each
+read on its own and strictly. A document is a conversation in the stored shape::
 
     {"title": "...", "source": "...", "key": "...", "scope": "global", "scope_id": "",
      "messages": [{"role": ..., "content": ..., "metadata": {...}}, ...]}
@@ -9,14 +12,15 @@ is a conversation in the stored shape::
 (only ``messages`` is required; messages in the stored or the flat shape), a list of them,
 or a provider document that ``healing.formats`` reads: an OpenAI Chat Completions body or
 ``messages`` list, OpenAI Responses input items, an Anthropic Messages body, Gemini
-``contents``, or a list of such bodies. The format is detected document by document
-unless one is forced.
+``contents``, or a list of such bodies, or an agent runtime's file
+(``healing.formats.READABLE``). The format is detected file by file (line by line for
+documents per line) unless one is forced.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from . import healing
@@ -46,18 +50,18 @@ def parse_conversation(raw: object, path: str, origin: str | None = None) -> Con
     if "messages" not in raw:
         problems.append(Problem(f"{path}.messages", "is missing"))
     text: dict[str, str] = {}
-    for field, limit in _MAX_TEXT.items():
-        value = raw.get(field, "")
-        if field == "key" and value is None:
+    for name, limit in _MAX_TEXT.items():
+        value = raw.get(name, "")
+        if name == "key" and value is None:
             continue
         if not isinstance(value, str):
-            problems.append(Problem(f"{path}.{field}", f"must be a string, not {describe(value)}"))
+            problems.append(Problem(f"{path}.{name}", f"must be a string, not {describe(value)}"))
         elif problem := json_problem(value):
-            problems.append(Problem(f"{path}.{field}", problem))
+            problems.append(Problem(f"{path}.{name}", problem))
         elif len(value) > limit:
-            problems.append(Problem(f"{path}.{field}", f"is longer than {limit} characters"))
+            problems.append(Problem(f"{path}.{name}", f"is longer than {limit} characters"))
         else:
-            text[field] = value
+            text[name] = value
     scope = raw.get("scope", Scope.GLOBAL)
     if scope not in Scope.values:
         allowed = ", ".join(Scope.values)
@@ -91,14 +95,37 @@ def parse_conversation(raw: object, path: str, origin: str | None = None) -> Con
     )
 
 
-FORMATS: tuple[str, ...] = ("stored", *formats.FORMATS)
-"""What a transcript may be read as; ``"auto"`` detects it document by document."""
+FORMATS: tuple[str, ...] = tuple(formats.READABLE)
+"""What a transcript may be read as; ``"auto"`` detects it."""
 
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
 """The largest transcript read: it is read whole, so as to be stored in one transaction."""
 
 
-def read_transcript_file(path: Path, format: str = "auto") -> list[ConversationIn]:
+@dataclass(frozen=True)
+class TranscriptReading:
+    """What one transcript held: its conversations, and what it was read as, for the
+    import's report ("read as a Claude Code session: 40 lines, 2 skipped")."""
+
+    name: str
+    conversations: list[ConversationIn]
+    read_as: list[str]
+    """The formats it was read as, by name: one, or several for documents per line."""
+    entries: int = 0
+    unit: str = "conversation"
+    skipped: list[Problem] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """ "read as a Claude Code session (40 lines, 2 skipped)", "read as the stored shape"."""
+        read_as = " and ".join(dict.fromkeys(formats.named(f) for f in self.read_as))
+        if self.unit == "conversation":
+            return f"read as {read_as or 'nothing'}"
+        counted = f"{self.entries:,} {self.unit}{'' if self.entries == 1 else 's'}"
+        skipped = f", {len(self.skipped):,} skipped" if self.skipped else ""
+        return f"read as {read_as} ({counted}{skipped})"
+
+
+def read_transcript_file(path: Path, format: str = "auto") -> TranscriptReading:
     """Every conversation in one file, or InvalidInput naming the file and each place."""
     try:
         check_size(str(path), path.stat().st_size)
@@ -108,26 +135,34 @@ def read_transcript_file(path: Path, format: str = "auto") -> list[ConversationI
     return read_transcript(data, name=str(path), format=format)
 
 
-def read_transcript(data: bytes, *, name: str, format: str = "auto") -> list[ConversationIn]:
+def read_transcript(data: bytes, *, name: str, format: str = "auto") -> TranscriptReading:
     """Every conversation in one transcript's bytes; ``name`` (a path or an uploaded file's
     name) starts each error, and its suffix says whether the text is JSONL."""
-    if format != "auto" and format not in FORMATS:
-        allowed = ", ".join(("auto", *FORMATS))
-        raise InvalidInput([Problem("format", f"must be one of {allowed}, not {format!r}")])
+    check_format(format)
     check_size(name, len(data))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidInput([Problem(name, f"is not UTF-8 text (byte {error.start})")]) from None
-    title = PurePath(name).stem
     try:
-        read = _read_jsonl if name.endswith(".jsonl") else _read_json
         with cyclic_gc_paused():
-            conversations = read(text, format, title)
+            source = text_source(text, jsonl=name.endswith(".jsonl"))
+            reading = read_source(source, format, PurePath(name).stem)
     except InvalidInput as error:
-        raise error.within(f"{name}: ") from None
+        raise InvalidInput(formats.collapse(error.within(f"{name}: ").problems)) from None
     # So that what the import service finds wrong (a key already stored) names the file too.
-    return [replace(c, origin=f"{name}: {c.origin}") for c in conversations]
+    return replace(
+        reading,
+        name=name,
+        conversations=[replace(c, origin=f"{name}: {c.origin}") for c in reading.conversations],
+        skipped=formats.collapse([p.within(f"{name}: ") for p in reading.skipped]),
+    )
+
+
+def check_format(format: str) -> None:
+    if format != "auto" and format not in FORMATS:
+        allowed = ", ".join(("auto", *FORMATS))
+        raise InvalidInput([Problem("format", f"must be one of {allowed}, not {format!r}")])
 
 
 def check_size(name: str, size: int) -> None:
@@ -140,46 +175,96 @@ def check_size(name: str, size: int) -> None:
         raise InvalidInput([Problem(name, sentence)])
 
 
-def _load(text: str, where: str) -> object:
-    """The JSON value of ``text``, or InvalidInput saying where it is not JSON."""
+def text_source(text: str, *, jsonl: bool) -> formats.Source:
+    """A transcript's text as the readers see it: JSONL lines, or one JSON document. A
+    ``.json`` file that holds several JSON values one after another is read as lines: one
+    value per line, or values spread over lines each (what OpenTelemetry's console
+    exporters print)."""
+    if jsonl:
+        return formats.parse_lines(text)
     try:
-        return json.loads(text)
+        return formats.Source(document=json.loads(text))
     except json.JSONDecodeError as error:
-        line = where or f"line {error.lineno}"
-        place = f"{line}, column {error.colno}"
+        if error.msg == "Extra data":
+            lines = formats.parse_lines(text)
+            return lines if lines.lines else formats.parse_values(text)
+        place = f"line {error.lineno}, column {error.colno}"
         raise InvalidInput([Problem(place, f"is not JSON: {error.msg}")]) from None
     except RecursionError:
-        raise InvalidInput([Problem(where or "file", TOO_DEEP)]) from None
+        raise InvalidInput([Problem("file", TOO_DEEP)]) from None
     except ValueError as error:  # e.g. an integer of more than 4,300 digits
-        raise InvalidInput([Problem(where or "file", f"cannot be read: {error}")]) from None
+        raise InvalidInput([Problem("file", f"cannot be read: {error}")]) from None
 
 
-def _read_json(text: str, format: str, title: str) -> list[ConversationIn]:
-    return read_document(_load(text, ""), format, title, origin="")
+def read_source(source: formats.Source, format: str, title: str) -> TranscriptReading:
+    """Every conversation ``source`` holds, read as ``format`` or as the format it fits."""
+    check_format(format)
+    if source.is_lines and (format == "auto" or not formats.READABLE[format].lines):
+        found = formats.detect_source(source) if format == "auto" else None
+        if found is None:
+            return _documents_per_line(source, format, title)
+        format = found.name
+    if format == "auto":
+        found = formats.detect_source(source)
+        assert found is not None
+        format = found.name
+    if format == "stored":
+        conversations = _stored(source.document, "")
+        return TranscriptReading("", conversations, ["stored"], len(conversations))
+    chosen = formats.READABLE[format]
+    if format not in _FAMILY and not chosen.fits(source):
+        raise InvalidInput(
+            [
+                Problem(
+                    "file",
+                    f"was to be read as {chosen.named} (format {format}), but it is not "
+                    f"one: found {source.looks()}; {chosen.named} is {chosen.needs}",
+                )
+            ]
+        )
+    reading = chosen.read(source)
+    return TranscriptReading(
+        "",
+        _conversations(reading.conversations, format, title, origin=""),
+        [format],
+        reading.entries,
+        reading.unit,
+        [skipped.problem() for skipped in reading.skipped],
+    )
 
 
-def _read_jsonl(text: str, format: str, title: str) -> list[ConversationIn]:
-    problems: list[Problem] = []
+_FAMILY = frozenset({"stored", *formats.FORMATS})
+"""Formats read as before when forced: their readers say what is wrong, place by place."""
+
+
+def _documents_per_line(source: formats.Source, format: str, title: str) -> TranscriptReading:
+    """A JSONL file whose every line is a document of its own (a conversation in the stored
+    shape, an OpenAI Chat body...), read strictly: a line that is not JSON is an error."""
+    problems = [skipped.problem() for skipped in source.unreadable]
     conversations: list[ConversationIn] = []
-    # Lines end at "\n" only: str.splitlines() would also split at U+2028, U+0085 and the
-    # like, which JSON strings may hold unescaped.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    read_as: list[str] = []
+    for entry in source.lines or ():
+        number = entry.where.removeprefix("line ")
         try:
-            document = _load(line, f"line {number}")
-        except InvalidInput as error:
-            problems.extend(error.problems)
-            continue
-        try:
-            conversations.extend(
-                read_document(document, format, f"{title} line {number}", f"line {number}: ")
+            reading = read_source(
+                formats.Source(document=entry.value), format, f"{title} line {number}"
             )
         except InvalidInput as error:
-            problems.extend(error.within(f"line {number}: ").problems)
+            problems.extend(error.within(f"{entry.where}: ").problems)
+            continue
+        read_as.extend(reading.read_as)
+        conversations.extend(
+            replace(c, origin=f"{entry.where}: {c.origin}") for c in reading.conversations
+        )
+    problems.sort(key=lambda problem: _line_number(problem.path))
     if problems:
         raise InvalidInput(problems)
-    return conversations
+    return TranscriptReading("", conversations, read_as, len(conversations))
+
+
+def _line_number(path: str) -> int:
+    number = path.removeprefix("line ").split(",")[0].split(":")[0]
+    return int(number) if number.isdigit() else 0
 
 
 def read_document(
@@ -187,10 +272,13 @@ def read_document(
 ) -> list[ConversationIn]:
     """The conversations one JSON document holds, read as ``format`` or as detected;
     ``title`` names those whose format has no title, ``origin`` starts their places."""
-    read_as = formats.detect(document) if format == "auto" else format
-    if read_as == "stored":
-        return _stored(document, origin)
-    converted = formats.read(document, read_as)
+    reading = read_source(formats.Source(document=document), format, title)
+    return [replace(c, origin=f"{origin}{c.origin}") for c in reading.conversations]
+
+
+def _conversations(
+    converted: list[formats.Converted], read_as: str, title: str, origin: str
+) -> list[ConversationIn]:
     several = len(converted) > 1
     conversations: list[ConversationIn] = []
     problems: list[Problem] = []
@@ -203,10 +291,11 @@ def read_document(
         except InvalidInput as error:
             problems.extend(error.problems)
             continue
+        own_title = conversation.title or (f"{title} #{index + 1}" if several else title)
         conversations.append(
             ConversationIn(
                 messages=messages,
-                title=(f"{title} #{index + 1}" if several else title)[:300],
+                title=own_title[:300],
                 source_format=read_as,
                 metadata=conversation.metadata,
                 origin=f"{origin}{path}",

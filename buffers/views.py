@@ -25,7 +25,7 @@ from . import access, exports, healing, presenters, selectors, services
 from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
 from .healing import sendability
 from .models import Conversation, SignInLink
-from .transcripts import check_size, read_transcript
+from .transcripts import TranscriptReading, check_size, read_transcript
 
 PAGE_SIZE = 50
 
@@ -160,10 +160,10 @@ def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_safe
 def conversation_export(request: HttpRequest, pk: int, format: str) -> HttpResponse:
-    """The buffer as a download, in one of ``exports.EXPORT_FORMATS``."""
+    """The buffer as a download, in one of the formats ``exports.formats_for`` offers it in."""
     conversation = _visible(request, pk)
-    if format not in exports.EXPORT_FORMATS:
-        raise Http404(f"No export format {format!r}.")
+    if format not in exports.formats_for(conversation):
+        raise Http404(f"No export format {format!r} for this conversation.")
     exported = exports.export(conversation, format)
     response = HttpResponse(exported.body, content_type=exported.content_type)
     response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
@@ -190,16 +190,21 @@ def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
     form = UploadForm(request.POST if posted else None, request.FILES if posted else None)
     created: list[Conversation] = []
     problems: list[healing.Problem] = []
+    readings: list[TranscriptReading] = []
     if posted and form.is_valid():
-        incoming: list[services.ConversationIn] = []
         for upload in form.cleaned_data["transcripts"]:
             try:
                 check_size(upload.name, upload.size)  # before reading it into memory
-                incoming += read_transcript(
-                    upload.read(), name=upload.name, format=form.cleaned_data["format"] or "auto"
+                readings.append(
+                    read_transcript(
+                        upload.read(),
+                        name=upload.name,
+                        format=form.cleaned_data["format"] or "auto",
+                    )
                 )
             except healing.InvalidInput as error:
                 problems += error.problems
+        incoming = [c for reading in readings for c in reading.conversations]
         if not problems:
             try:
                 created = services.import_conversations(
@@ -209,7 +214,7 @@ def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
                 problems = error.problems
             except services.BufferBusy as busy:
                 problems = [healing.Problem("upload", f"{busy} Try again in a moment.")]
-    context = {"form": form, "created": created, "problems": problems}
+    context = {"form": form, "created": created, "problems": problems, "readings": readings}
     if request.htmx and posted:  # htmx swaps only a 2xx answer
         return render(request, "buffers/upload.html#upload-result", context)
     status = 422 if problems or form.errors else 201 if created else 200
@@ -363,7 +368,8 @@ def _page_context(
     return {
         "conversation": conversation,
         "can_drive": can_drive,
-        "export_formats": exports.EXPORT_FORMATS,
+        "export_formats": exports.DOCUMENT_FORMATS,
+        "native": exports.native_export(conversation),
         "verdicts": None,
         "window": window,
         "range_start": window.start,

@@ -126,7 +126,9 @@ def store(
     return conversation
 
 
-def assistant(*ids: str, content: str = "", spelling: str = "tool_call_id") -> dict[str, Any]:
+def assistant(
+    *ids: str, content: str | None = "", spelling: str = "tool_call_id"
+) -> dict[str, Any]:
     return {
         "role": "assistant",
         "content": content,

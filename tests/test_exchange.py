@@ -111,7 +111,7 @@ def as_file(document: Any) -> bytes:
 
 def import_document(document: Any, name: str = "crash.json", **options: Any) -> Conversation:
     [conversation] = services.import_conversations(
-        transcripts.read_transcript(as_file(document), name=name, **options),
+        transcripts.read_transcript(as_file(document), name=name, **options).conversations,
         via="tests",
         owner=acting_user(),
     )
@@ -237,7 +237,7 @@ def test_a_stored_jsonl_export_is_one_line_that_imports_again(tmp_path: Path) ->
     path = tmp_path / "again.jsonl"
     path.write_bytes(body.replace(b'"k1"', b'"k2"'))
     [again] = services.import_conversations(
-        transcripts.read_transcript_file(path), via="tests", owner=acting_user()
+        transcripts.read_transcript_file(path).conversations, via="tests", owner=acting_user()
     )
     assert selectors.buffer_messages(again) == selectors.buffer_messages(conversation)
 
@@ -253,7 +253,9 @@ def test_a_jsonl_file_of_chat_completion_bodies_imports_one_conversation_per_lin
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
 
     created = services.import_conversations(
-        transcripts.read_transcript(data, name="finetune.jsonl"), via="tests", owner=acting_user()
+        transcripts.read_transcript(data, name="finetune.jsonl").conversations,
+        via="tests",
+        owner=acting_user(),
     )
 
     assert [c.title for c in created] == ["", "finetune line 2"]  # the stored shape's own
@@ -264,7 +266,7 @@ def test_a_jsonl_file_of_chat_completion_bodies_imports_one_conversation_per_lin
 def test_a_list_of_bodies_is_several_conversations_named_after_the_file() -> None:
     data = as_file([CRASHED["anthropic"], CRASHED["anthropic"]])
 
-    incoming = transcripts.read_transcript(data, name="two runs.json")
+    incoming = transcripts.read_transcript(data, name="two runs.json").conversations
 
     assert [c.title for c in incoming] == ["two runs #1", "two runs #2"]
 
@@ -282,7 +284,7 @@ def test_an_unknown_format_is_refused_by_name() -> None:
 
     assert str(refused.value) == (
         "format: must be one of auto, stored, openai-chat, openai-responses, anthropic, "
-        "gemini, not 'cohere'"
+        "gemini, claude-code, codex, gemini-cli, otel-genai, swe-agent, openhands, not 'cohere'"
     )
 
 
@@ -537,7 +539,7 @@ def test_the_api_refuses_an_import_body_over_the_upload_limit(client: Client) ->
     assert Conversation.objects.count() == 0
 
 
-@pytest.mark.parametrize("format", list(exports.EXPORT_FORMATS))
+@pytest.mark.parametrize("format", list(exports.DOCUMENT_FORMATS))
 def test_the_api_exports_in_every_format_what_the_page_downloads(
     client: Client, format: str
 ) -> None:
@@ -552,6 +554,21 @@ def test_the_api_exports_in_every_format_what_the_page_downloads(
         f'attachment; filename="crash-{conversation.pk}-{format}'
         f'{exports.EXPORT_FORMATS[format].suffix}"'
     )
+
+
+@pytest.mark.parametrize("format", list(exports.NATIVE_FORMATS))
+def test_a_runtime_file_is_offered_only_for_a_conversation_read_from_that_runtime(
+    client: Client, format: str
+) -> None:
+    conversation = import_document(CRASHED["openai-chat"])
+
+    api = client.get(f"/api/conversations/{conversation.pk}/export", {"format": format})
+    page = client.get(f"/c/{conversation.pk}/export/{format}")
+
+    assert api.status_code == 422
+    assert "can be written back as one" in api.json()["problems"][0]["message"]
+    assert page.status_code == 404
+    assert f"/export/{format}" not in client.get(f"/c/{conversation.pk}/").text
 
 
 def test_the_api_analysis_says_which_providers_would_refuse_and_why(client: Client) -> None:
@@ -624,7 +641,7 @@ def test_an_htmx_upload_answers_only_the_result_to_swap(client: Client) -> None:
 
     assert answer.status_code == 200
     assert answer.text.lstrip().startswith('<section id="upload-result"')
-    assert "openai-chat" in answer.text
+    assert "read as OpenAI Chat Completions" in answer.text
 
 
 def test_an_upload_over_the_size_limit_is_refused_by_name(
@@ -703,7 +720,7 @@ def test_an_openai_chat_body_with_its_own_metadata_field_reads_as_openai_chat() 
     fields (title, key, scope...) make a document the stored shape."""
     body = {**CRASHED["openai-chat"], "metadata": {"run": "7"}}
 
-    [incoming] = transcripts.read_transcript(as_file(body), name="run.json")
+    [incoming] = transcripts.read_transcript(as_file(body), name="run.json").conversations
 
     assert incoming.source_format == "openai-chat"
     assert incoming.metadata["metadata"] == {"run": "7"}

@@ -19,6 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from buffers import selectors
+from buffers.healing.formats import READABLE
 from buffers.models import Conversation, Message
 
 pytestmark = pytest.mark.django_db
@@ -182,7 +183,7 @@ def test_a_json_file_with_a_list_imports_every_conversation_in_it(
 
     stdout, _ = import_files(path, owner="reader")
 
-    assert stdout == f"{path}: imported 2 conversations, 9 messages\n"
+    assert stdout == f"{path}: read as the stored shape; imported 2 conversations, 9 messages\n"
     weather = Conversation.objects.get(key="weather-1")
     papers = Conversation.objects.get(title="Papers")
     assert buffer(weather) == CRASHED_STORED
@@ -204,7 +205,7 @@ def test_a_jsonl_file_imports_one_conversation_per_line_and_skips_blank_lines(
 
     stdout, _ = import_files(path)
 
-    assert stdout == f"{path}: imported 2 conversations, 9 messages\n"
+    assert stdout == f"{path}: read as the stored shape; imported 2 conversations, 9 messages\n"
     assert buffer(Conversation.objects.get(key="weather-1")) == CRASHED_STORED
     assert buffer(Conversation.objects.get(title="Papers")) == STORED_SHAPE
 
@@ -256,16 +257,18 @@ BAD_FILES = [
     pytest.param(
         "broken.jsonl",
         '{"messages": []}\n{"messages": [\n',
-        ["line 2, column 15: is not JSON: Expecting value"],
+        [
+            "line 2, column 15: is not JSON: Expecting value (the line is cut off: its writer "
+            "stopped mid-line?)"
+        ],
         id="invalid JSON on a JSONL line names that line and column",
     ),
     pytest.param(
         "number.json",
         "42\n",
         [
-            "file: is not a conversation in a format this reads: expected an object with "
-            "messages (OpenAI Chat, Anthropic or stored), input (OpenAI Responses) or contents "
-            "(Gemini), or a list of messages, input items or contents; found a number"
+            "file: is not a transcript in a format this reads: found a number; tried "
+            + ", ".join(f.label for f in READABLE.values())
         ],
         id="a top-level value that is neither object nor list",
     ),
@@ -466,7 +469,9 @@ def test_a_good_file_is_imported_when_another_file_is_bad_and_the_command_still_
     with pytest.raises(CommandError, match="1 of 2 files had errors and were not imported"):
         call_command("import_transcripts", str(good), str(bad), stdout=out, stderr=err)
 
-    assert out.getvalue() == f"{good}: imported 1 conversation, 4 messages\n"
+    assert out.getvalue() == (
+        f"{good}: read as the stored shape; imported 1 conversation, 4 messages\n"
+    )
     assert f"{bad}: nothing was imported from this file" in err.getvalue().splitlines()
     assert str(good) not in err.getvalue()
     assert [c.title for c in Conversation.objects.all()] == ["Good"]
@@ -551,8 +556,8 @@ def test_the_summary_says_how_many_conversations_and_messages_each_file_imported
     stdout, stderr = import_files(one, three)
 
     assert stdout.splitlines() == [
-        f"{one}: imported 1 conversation, 5 messages",
-        f"{three}: imported 3 conversations, 5 messages",
+        f"{one}: read as the stored shape; imported 1 conversation, 5 messages",
+        f"{three}: read as the stored shape; imported 3 conversations, 5 messages",
     ]
     assert stderr == "", "small files show no progress bar"
 
@@ -569,7 +574,9 @@ def test_a_file_of_ten_thousand_messages_shows_a_progress_bar_and_imports_them_a
 
     stdout, stderr = import_files(path)
 
-    assert stdout == f"{path}: imported 2 conversations, 10,000 messages\n"
+    assert stdout == (
+        f"{path}: read as the stored shape; imported 2 conversations, 10,000 messages\n"
+    )
     assert "large.jsonl" in stderr
     assert "10000/10000" in stderr
     assert "\n" not in stderr.rstrip("\n"), "the bar redraws its line instead of adding lines"

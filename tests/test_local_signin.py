@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"^Sign in: http://(?P<address>[^/]+)(?P<path>/accounts/first-run/[^/]+/)$", re.M)
 DEMO_FILES = sorted((ROOT / "buffers" / "demo").glob("*.json*"))
-DEMO_KEYS = {c.key for path in DEMO_FILES for c in read_transcript_file(path)}
+DEMO_KEYS = {c.key for path in DEMO_FILES for c in read_transcript_file(path).conversations}
 
 
 def start(address: str = "127.0.0.1:8000", owner: str | None = "alice") -> re.Match[str]:

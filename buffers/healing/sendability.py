@@ -18,8 +18,12 @@ What is checked, and what is not:
   (``reasoning``...) and declares no call is left out by the OpenAI Chat, Anthropic and
   Gemini exporters, so it is not checked for them either: it separates nothing.
 - An empty buffer is acceptable history: the request adds the new turn to it.
-- Not checked: what pairing does not decide (empty content, alternation of user and
-  assistant turns, the shape of content parts).
+- Empty turns: Gemini refuses a content whose ``parts`` is empty, and Anthropic a
+  message whose content is empty, except a final assistant turn (the one the model is
+  asked to continue). A user or assistant message with no content and no call is
+  written as such a turn, unless it joins the tool results before it (a user message
+  does, into their turn).
+- Not checked: alternation of user and assistant turns, and the shape of content parts.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .formats.common import joins_results
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
@@ -53,6 +58,7 @@ RejectionReason = Literal[
     "text_before_results",
     "response_count",
     "call_turn_order",
+    "empty_turn",
 ]
 
 
@@ -99,9 +105,12 @@ def check(messages: Sequence[Message], provider: str) -> Verdict:
         if provider == "openai-chat":
             found = _adjacent_results(sent, lift_system=False, results_first=False)
         elif provider == "anthropic":
-            found = _adjacent_results(sent, lift_system=True, results_first=True)
+            empty: list[Rejection] = []
+            watched = _empty_turns(sent, "anthropic", empty)
+            found = _adjacent_results(watched, lift_system=True, results_first=True) + empty
         else:
-            found = _gemini_turns(sent)
+            empty = []
+            found = _gemini_turns(_empty_turns(sent, "gemini", empty)) + empty
     return Verdict(provider, tuple(sorted(found, key=lambda r: r.index)))
 
 
@@ -112,6 +121,53 @@ def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
 def _left_out(message: Message) -> bool:
     """A kept Responses item with no call, which only the Responses exporter writes."""
     return isinstance(message.metadata.get("responses_item"), dict) and not declared_calls(message)
+
+
+_NEW_TURN_MARKER = {"anthropic": "new_message", "gemini": "new_turn"}
+"""The marker each format's reader puts on a user row that starts a turn of its own right
+after tool results (``formats.anthropic.NEW_MESSAGE``, ``formats.gemini.NEW_TURN``)."""
+
+
+def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:
+    """``messages`` as they go, adding to ``found`` each user or assistant message the
+    provider's exporter would write as an empty turn; for Anthropic, a final assistant
+    turn may be empty, so an empty assistant turn counts only once another follows."""
+    previous: Message | None = None
+    pending: Rejection | None = None
+    for index, message in messages:
+        yield index, message
+        if message.role == "system":
+            continue
+        if pending is not None:
+            found.append(pending)
+            pending = None
+        if (
+            message.role in ("user", "assistant")
+            and not _has_content(message.content)
+            and not declared_calls(message)
+            and not joins_results(message, previous, provider, _NEW_TURN_MARKER[provider])
+        ):
+            rejection = Rejection(
+                index,
+                None,
+                "empty_turn",
+                f"the {message.role} message at message {index} is empty, and "
+                + (
+                    "Gemini refuses a content whose parts are empty"
+                    if provider == "gemini"
+                    else "Anthropic refuses a message with empty content (but a final "
+                    "assistant turn)"
+                ),
+            )
+            if provider == "anthropic" and message.role == "assistant":
+                pending = rejection
+            else:
+                found.append(rejection)
+        previous = message
+
+
+def _has_content(content: object) -> bool:
+    return bool(content) if isinstance(content, str | list) else content is not None
 
 
 def _unusable_calls(index: int, message: Message) -> list[Rejection]:

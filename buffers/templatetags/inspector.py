@@ -4,6 +4,7 @@ import json
 
 from django import template
 
+from buffers.healing import formats
 from buffers.presenters import Window
 
 register = template.Library()
@@ -25,3 +26,9 @@ def as_json(value: object) -> str:
     """A stored message (or any JSON value) as indented JSON text, for a <pre>; escaped by
     the template like any other text."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@register.filter
+def format_label(format: str) -> str:
+    """A format's name in words ("Claude Code session"); empty for none."""
+    return formats.label(format) if format else ""

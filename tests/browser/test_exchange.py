@@ -15,6 +15,7 @@ from playwright.sync_api import FilePayload, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
 from buffers import healing, services
+from buffers.healing import formats
 from buffers.models import Conversation
 from buffers.transcripts import read_transcript
 from tests.buffers import acting_user
@@ -93,7 +94,9 @@ def transcript(name: str, body: bytes) -> FilePayload:
 
 def imported(document: object, name: str = "x.json") -> Conversation:
     [conversation] = services.import_conversations(
-        read_transcript(as_json(document), name=name), via="tests", owner=acting_user()
+        read_transcript(as_json(document), name=name).conversations,
+        via="tests",
+        owner=acting_user(),
     )
     return conversation
 
@@ -142,8 +145,10 @@ def test_several_transcripts_in_different_formats_import_in_place_and_link_to_th
         ("chat runs line 1", "openai-chat", "2", "0"),
         ("chat runs line 2", "openai-chat", "2", "1 unanswered"),
     ]
-    for row, cells in zip(rows.all(), expected, strict=True):
-        expect(row.locator("td")).to_have_text(list(cells))
+    for row, (title, kind, count, unanswered) in zip(rows.all(), expected, strict=True):
+        cells = [title, formats.label(kind), count, unanswered]
+        expect(row.locator("td")).to_have_text(cells)
+    expect(result).to_contain_text("read as Anthropic Messages")
     assert page.url == f"{live_server.url}/import"
     assert still_same_page(page)
     stored = Conversation.objects.order_by("pk").values_list("title", "source_format")

@@ -21,7 +21,9 @@ DEMO = Path(__file__).resolve().parents[2] / "buffers" / "demo"
 
 def demo_crash() -> Conversation:
     [conversation] = services.import_conversations(
-        read_transcript_file(DEMO / "weather-crash.json"), via="tests", owner=acting_user()
+        read_transcript_file(DEMO / "weather-crash.json").conversations,
+        via="tests",
+        owner=acting_user(),
     )
     return conversation
 

@@ -631,7 +631,7 @@ def test_the_demo_jsonl_lines_are_detected_as_stored() -> None:
         ("hello", "found a string"),
         ([], "is an empty list, which could be any format"),
         ({"model": "gpt-4o"}, "found an object with keys model"),
-        ([1, 2], "found a list of entries with keys none"),
+        ([1, 2], "found a list of 2 values (2 number)"),
         (
             [{"role": "user", "content": "hi", "metadata": {}}],
             "is a list of messages in the stored shape",

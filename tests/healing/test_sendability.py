@@ -350,10 +350,89 @@ def test_a_kept_responses_item_that_declares_calls_is_still_a_call_turn() -> Non
     ]
 
 
+def test_gemini_rejects_a_turn_with_no_parts() -> None:
+    assert rejections("gemini", user("hi"), assistant(content=""), user("well?")) == [
+        (
+            1,
+            "empty_turn",
+            "the assistant message at message 1 is empty, and Gemini refuses a content whose "
+            "parts are empty",
+        )
+    ]
+
+
+def test_anthropic_rejects_an_empty_message_but_a_final_assistant_turn() -> None:
+    assert verdict("anthropic", user("hi"), assistant(content="")).accepted
+    assert rejections("anthropic", user(""), assistant(content=None), user("well?")) == [
+        (
+            0,
+            "empty_turn",
+            "the user message at message 0 is empty, and Anthropic refuses a message with "
+            "empty content (but a final assistant turn)",
+        ),
+        (
+            1,
+            "empty_turn",
+            "the assistant message at message 1 is empty, and Anthropic refuses a message "
+            "with empty content (but a final assistant turn)",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_an_empty_user_message_right_after_results_joins_their_turn_and_is_not_empty(
+    provider: str,
+) -> None:
+    assert verdict(
+        provider, user("go"), assistant("c1"), result("c1"), user(""), user("x")
+    ).accepted
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses"])
+def test_openai_takes_empty_messages(provider: str) -> None:
+    assert verdict(provider, user(""), assistant(content=None), user("x")).accepted
+
+
+EMPTY_USER = user("")
+EMPTY_ASSISTANT = assistant(content=None)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(
+            [user(), EMPTY_USER, EMPTY_ASSISTANT, assistant("c1"), result("c1"), system()]
+        ),
+        max_size=7,
+    ),
+    st.sampled_from(["anthropic", "gemini"]),
+)
+def test_an_empty_turn_is_named_exactly_when_the_exporter_writes_one(
+    rows: list[dict[str, Any]], provider: str
+) -> None:
+    buffer = parse_messages(rows)
+    body = write(buffer, provider)
+    turns = body["contents"] if provider == "gemini" else body["messages"]
+    key = "parts" if provider == "gemini" else "content"
+    written_empty = [
+        turn
+        for position, turn in enumerate(turns)
+        if turn[key] in ("", [])
+        and not (
+            provider == "anthropic" and turn["role"] == "assistant" and position == len(turns) - 1
+        )
+    ]
+    named = [r for r in check(buffer, provider).rejections if r.reason == "empty_turn"]
+
+    assert len(named) == len(written_empty)
+
+
 ROWS = st.sampled_from(
     [
         user(),
         user("again"),
+        EMPTY_USER,
+        EMPTY_ASSISTANT,
         system(),
         assistant(content="prose"),
         assistant("c1"),

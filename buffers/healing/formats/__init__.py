@@ -34,10 +34,18 @@ What every format shares:
 - Anthropic: tool results in a user message that come after text are written back
   first, as Anthropic requires.
 
-``detect`` tells the formats apart by their keys. A ``title``, ``source``, ``key``,
-``scope`` or ``scope_id`` field is the stored shape whatever else the document holds
-(a ``messages`` list or not). Otherwise ``contents`` is Gemini, ``input`` OpenAI
-Responses; a ``messages`` list is the stored shape when it carries the stored shape's
+Detection (``detect_source``) asks every format whether a transcript fits its signature
+and reads it as the one that fits; a transcript that fits none, or more than one, is
+refused with what it looks like and what was tried. The provider request formats and
+the stored shape are told apart as one family, by ``_family`` below, so that they stay
+disjoint from each other; the agent-runtime formats each declare their own signature.
+Within the family, ``_family`` tells the formats apart by their keys. A ``title``,
+``source``, ``key``, ``scope`` or ``scope_id`` field is the stored shape when the
+document has a ``messages`` list or no field the stored shape lacks (an OpenHands event
+has a ``source`` too). Otherwise ``contents`` is Gemini (whose parts never have a
+``type``: OpenTelemetry GenAI messages are ``{role, parts}`` too, with typed parts),
+``input`` OpenAI Responses (items, not ``{role, parts}`` messages); a ``messages`` list
+whose entries each have a ``role`` is the stored shape when it carries the stored shape's
 other marks (no field but ``metadata`` beside it, a message ``metadata`` or ``healed``
 key, or a call spelled ``tool_call_id``); ``metadata`` beside ``model`` is OpenAI's own
 request field. Anthropic
@@ -46,7 +54,9 @@ blocks, a ``claude`` model...), and OpenAI Chat when it has OpenAI's (a field th
 shape lacks such as ``model``, a message ``tool_calls`` in OpenAI's spelling or
 ``tool_call_id``, the ``developer`` or ``function`` role). The stored shape's marks
 win, so the stored reader reports what else is wrong. A plain ``{"messages": [{"role",
-"content"}]}`` reads the same either way and is called stored.
+"content"}]}`` reads the same either way and is called stored. A ``messages`` list beside
+a ``trajectory_format`` is none of the family: it is a mini-swe-agent trajectory, which
+the SWE-agent reader reads.
 """
 
 from __future__ import annotations
@@ -55,14 +65,34 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from buffers.healing.errors import InvalidInput, Problem
-from buffers.healing.messages import Message, describe
+from buffers.healing.messages import Message
 
 from . import anthropic, gemini, openai_chat, openai_responses
 from .common import Converted
+from .source import Entry, Format, Reading, Skipped, Source, collapse, parse_lines, parse_values
 
-__all__ = ["FORMATS", "Converted", "detect", "read", "write"]
+__all__ = [
+    "FORMATS",
+    "READABLE",
+    "Converted",
+    "Entry",
+    "Format",
+    "Reading",
+    "Skipped",
+    "Source",
+    "collapse",
+    "detect",
+    "detect_source",
+    "label",
+    "named",
+    "parse_lines",
+    "parse_values",
+    "read",
+    "write",
+]
 
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+"""The provider request formats: each is read and written (exports, sendability)."""
 
 _READERS: dict[str, Callable[[object], Converted]] = {
     "openai-chat": openai_chat.read,
@@ -92,8 +122,9 @@ def _known(format: str) -> None:
 
 
 def read(document: object, format: str) -> list[Converted]:
-    """The conversations one document holds in ``format``: one for a body or a bare list
-    of messages, one each for a list of bodies. Raises InvalidInput with every problem."""
+    """The conversations one document holds in ``format`` (a provider format): one for a
+    body or a bare list of messages, one each for a list of bodies. Raises InvalidInput
+    with every problem."""
     _known(format)
     key = _ENTRIES[format]
     if not _is_list_of_bodies(document, key):
@@ -127,7 +158,127 @@ def write(
     return _WRITERS[format](messages, metadata or {})
 
 
-# Detection.
+# Every format a transcript can be read as, and detection.
+
+
+def _family_member(name: str, label: str, where: str, needs: str) -> Format:
+    def fits(source: Source) -> bool:
+        return not source.is_lines and _family(source.document) == name
+
+    def read_one(source: Source) -> Reading:
+        conversations = read(source.document, name)
+        return Reading(conversations, entries=len(conversations), unit="conversation")
+
+    return Format(name, label, where, needs, fits, read_one)
+
+
+def _stored_fits(source: Source) -> bool:
+    return not source.is_lines and _family(source.document) == "stored"
+
+
+def _read_elsewhere(source: Source) -> Reading:
+    raise NotImplementedError("the stored shape is read by buffers.transcripts")
+
+
+def _registry() -> dict[str, Format]:
+    from . import claude_code, codex, gemini_cli, openhands, otel_genai, swe_agent
+
+    family = [
+        Format(
+            "stored",
+            "stored shape",
+            "a FlowDrop Web export (stored JSON or JSONL)",
+            'conversations {"messages": [...]} with title, source, key or message metadata',
+            _stored_fits,
+            _read_elsewhere,
+            article="the",
+        ),
+        _family_member(
+            "openai-chat",
+            "OpenAI Chat Completions",
+            "a request body or its messages list; fine-tuning JSONL, one body per line",
+            "messages with a role each, and OpenAI's marks (model, tool_calls, tool_call_id)",
+        ),
+        _family_member(
+            "openai-responses",
+            "OpenAI Responses input",
+            "a Responses request body or its input items",
+            "input items (message, function_call, function_call_output...)",
+        ),
+        _family_member(
+            "anthropic",
+            "Anthropic Messages",
+            "a Messages request body or its messages list",
+            "messages with Anthropic's marks (system, tool_use and tool_result blocks)",
+        ),
+        _family_member(
+            "gemini",
+            "Gemini contents",
+            "a generateContent body, its contents, or a Gemini CLI checkpoint",
+            "contents of {role, parts} whose parts are Gemini's (text, functionCall...)",
+        ),
+    ]
+    runtimes = [
+        claude_code.FORMAT,
+        codex.FORMAT,
+        gemini_cli.FORMAT,
+        otel_genai.FORMAT,
+        swe_agent.FORMAT,
+        openhands.FORMAT,
+    ]
+    return {f.name: f for f in (*family, *runtimes)}
+
+
+READABLE: dict[str, Format] = _registry()
+"""Every format a transcript may be read as, by name (``--format``)."""
+
+
+def label(format: str) -> str:
+    """A format's name for people ("Claude Code session"); the name itself if unknown."""
+    known = READABLE.get(format)
+    return known.label if known else format
+
+
+def named(format: str) -> str:
+    """A format's name for a sentence ("a Claude Code session")."""
+    known = READABLE.get(format)
+    return known.named if known else format
+
+
+def detect_source(source: Source) -> Format | None:
+    """The one format ``source`` fits. None for a JSONL file that no log format fits, whose
+    lines are then documents of their own. Raises InvalidInput when it fits none (saying
+    what it looks like and what was tried) or more than one."""
+    candidates = [f for f in READABLE.values() if (f.lines or not source.is_lines)]
+    fitting = [f for f in candidates if f.fits(source)]
+    if len(fitting) == 1:
+        return fitting[0]
+    if len(fitting) > 1:
+        names = " and ".join(f.named for f in fitting)
+        raise _cannot_tell(f"fits more than one format ({names}); name the format to read it as")
+    if source.is_lines:
+        return None
+    if hint := _family_hint(source.document):
+        raise _cannot_tell(hint)
+    tried = ", ".join(f.label for f in candidates)
+    raise _cannot_tell(
+        f"is not a transcript in a format this reads: found {source.looks()}; tried {tried}"
+    )
+
+
+def detect(document: object) -> str:
+    """Which format one JSON document is in (a name of READABLE). Raises InvalidInput when
+    it cannot tell, saying what it saw."""
+    found = detect_source(Source(document=document))
+    assert found is not None
+    return found.name
+
+
+def _cannot_tell(sentence: str) -> InvalidInput:
+    return InvalidInput([Problem("file", sentence)])
+
+
+# The provider request formats and the stored shape, told apart by their keys.
 
 _STORED_MARKS = frozenset({"title", "source", "key", "scope", "scope_id"})
 """Fields only the stored shape has: a document with one is stored, with messages or not,
@@ -140,55 +291,96 @@ _ANTHROPIC_BLOCKS = frozenset(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
 )
 _RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
-_CANNOT_TELL = (
-    "is not a conversation in a format this reads: expected an object with messages "
-    "(OpenAI Chat, Anthropic or stored), input (OpenAI Responses) or contents (Gemini), "
-    "or a list of messages, input items or contents"
+_RESPONSES_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "local_shell_call_output",
+        "file_search_call",
+        "web_search_call",
+        "computer_call",
+        "computer_call_output",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "item_reference",
+        "compaction",
+    }
 )
 
 
-def detect(document: object) -> str:
-    """Which format one document is in: one of FORMATS, or ``"stored"``. Raises
-    InvalidInput when it cannot tell, saying what it saw."""
+def _family(document: object) -> str | None:
+    """Which of the stored shape and the provider request formats ``document`` is in, or
+    None when it is none of them."""
     if isinstance(document, dict):
-        return _detect_body(document)
-    if not isinstance(document, list):
-        raise _cannot_tell(f"{_CANNOT_TELL}; found {describe(document)}")
-    if not document:
-        raise _cannot_tell("is an empty list, which could be any format")
-    if all(isinstance(body, dict) and body.keys() & _STORED_MARKS for body in document):
+        return _family_body(document)
+    if not isinstance(document, list) or not document:
+        return None
+    if all(isinstance(body, dict) and _is_stored_body(body) for body in document):
         return "stored"
     if all(
         isinstance(body, dict) and set(body) & {"messages", "input", "contents"}
         for body in document
     ):
-        found = [_detect_body(body) for body in document]
+        found = {_family_body(body) for body in document}
+        return found.pop() if len(found) == 1 else None
+    if not all(isinstance(entry, dict) for entry in document):
+        return None
+    return _family_entries(document)
+
+
+def _family_hint(document: object) -> str | None:
+    """Why a document that looks like the family's fits none of it, where that can be said
+    better than by its keys."""
+    if document == []:
+        return "is an empty list, which could be any format"
+    if not isinstance(document, list) or not all(isinstance(v, dict) for v in document):
+        return None
+    if all(set(body) & {"messages", "input", "contents"} for body in document):
+        found = [_family_body(body) or "none of them" for body in document]
         if len(set(found)) > 1:
             listed = ", ".join(f"conversations[{i}] is {f}" for i, f in enumerate(found))
-            raise _cannot_tell(f"holds conversations in more than one format ({listed})")
-        return found[0]
-    return _detect_entries([entry for entry in document if isinstance(entry, dict)])
+            return f"holds conversations in more than one format ({listed})"
+    if all("role" in entry for entry in document) and _has_stored_marks(document):
+        return (
+            "is a list of messages in the stored shape; a stored file holds conversations, "
+            'each {"messages": [...]}'
+        )
+    return None
 
 
-def _cannot_tell(sentence: str) -> InvalidInput:
-    return InvalidInput([Problem("file", sentence)])
+def _is_stored_body(body: dict[str, Any]) -> bool:
+    return bool(body.keys() & _STORED_MARKS) and (
+        "messages" in body or body.keys() <= _STORED_FIELDS
+    )
 
 
-def _detect_body(body: dict[str, Any]) -> str:
-    if body.keys() & _STORED_MARKS:
+def _family_body(body: dict[str, Any]) -> str | None:
+    if _is_stored_body(body):
         return "stored"
     if "contents" in body:
-        return "gemini"
+        entries = body["contents"]
+        return "gemini" if not isinstance(entries, list) or _all_gemini(entries) else None
     if "input" in body and "messages" not in body:
-        return "openai-responses"
-    if "messages" not in body:
-        keys = ", ".join(sorted(str(k) for k in body)[:8]) or "none"
-        raise _cannot_tell(f"{_CANNOT_TELL}; found an object with keys {keys}")
+        entries = body["input"]
+        return "openai-responses" if not isinstance(entries, list) or _all_items(entries) else None
+    if "messages" not in body or "trajectory_format" in body:
+        return None  # no messages, or a mini-swe-agent trajectory's (a SWE-agent one)
     raw = body["messages"]
     messages = [m for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
     fields = set(body)
     if (fields <= _STORED_FIELDS and fields != {"messages"}) or _has_stored_marks(messages):
         return "stored"
+    if not all("role" in m for m in messages):
+        return None  # not messages of a chat format (a Gemini CLI session's, say)
     model = body.get("model")
     if (
         fields & _ANTHROPIC_FIELDS
@@ -201,20 +393,43 @@ def _detect_body(body: dict[str, Any]) -> str:
     return "stored"
 
 
-def _detect_entries(entries: list[dict[str, Any]]) -> str:
+def _family_entries(entries: list[dict[str, Any]]) -> str | None:
     if any("parts" in entry for entry in entries):
-        return "gemini"
+        return "gemini" if _all_gemini(entries) else None
     if any("type" in entry or _part_types(entry) & _RESPONSES_PARTS for entry in entries):
-        return "openai-responses"
-    if not any("role" in entry for entry in entries):
-        keys = ", ".join(sorted({str(k) for e in entries for k in e})[:8]) or "none"
-        raise _cannot_tell(f"{_CANNOT_TELL}; found a list of entries with keys {keys}")
+        return "openai-responses" if _all_items(entries) else None
+    if not entries or not all("role" in entry for entry in entries):
+        return None
     if _has_stored_marks(entries):
-        raise _cannot_tell(
-            "is a list of messages in the stored shape; a stored file holds conversations, "
-            'each {"messages": [...]}'
-        )
+        return None  # stored messages, but a stored file holds conversations
     return "anthropic" if _has_anthropic_marks(entries) else "openai-chat"
+
+
+def _all_gemini(contents: list[Any]) -> bool:
+    """Gemini contents: objects whose parts never have a ``type`` (OpenTelemetry's do)."""
+    return all(
+        isinstance(content, dict)
+        and "type" not in content
+        and not any(
+            isinstance(part, dict) and "type" in part for part in _list(content.get("parts"))
+        )
+        for content in contents
+    )
+
+
+def _all_items(items: list[Any]) -> bool:
+    """Responses input items: typed items of Responses' own types, or role messages
+    without Gemini's or OpenTelemetry's ``parts``."""
+    return all(
+        isinstance(item, dict)
+        and "parts" not in item
+        and (str(item["type"]) in _RESPONSES_ITEMS if "type" in item else "role" in item)
+        for item in items
+    )
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _part_types(message: dict[str, Any]) -> set[str]:

@@ -16,8 +16,29 @@ from buffers.healing.messages import MAX_ID_LENGTH, Message, describe, json_prob
 Row = dict[str, Any]
 """A message in the stored shape, not yet validated: ``{"role", "content", "metadata"}``."""
 
-NAMESPACES = ("anthropic", "gemini", "responses", "responses_item")
-"""Metadata keys where a format keeps what only it can write back (on a row or a call)."""
+NAMESPACES = (
+    "anthropic",
+    "gemini",
+    "responses",
+    "responses_item",
+    "claude_code",
+    "codex",
+    "gemini_cli",
+    "otel",
+    "swe_agent",
+    "openhands",
+    "facts",
+)
+"""Metadata keys where a format keeps what only it can write back (on a row or a call),
+and ``facts``: what any reader knows of a message that people want to see (``time``,
+``model``, ``usage``, ``latency_ms``, ``finish_reason``; see ``FACTS``). None of them is
+ever sent as a provider message's key."""
+
+FACTS = ("time", "model", "usage", "latency_ms", "finish_reason")
+"""The keys of ``metadata.facts``: ``time`` an ISO 8601 timestamp as the source wrote
+it; ``model`` the model's name; ``usage`` token counts ``{"input", "output", "cached",
+"reasoning", "total"}`` (any of them); ``latency_ms`` a number; ``finish_reason`` the
+source's own word."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +49,8 @@ class Converted:
 
     messages: list[Row]
     metadata: dict[str, Any]
+    title: str = ""
+    """The conversation's own title, where the format has one (a session's summary)."""
 
 
 class Problems(list[Problem]):

@@ -15,6 +15,8 @@ from buffers import access, services
 from buffers.healing import InvalidInput
 from buffers.transcripts import FORMATS, read_transcript_file
 
+SHOWN_SKIPS = 20
+
 
 class _Unended:
     """The stream the progress bar draws on: ``out`` without the newline OutputWrapper ends
@@ -52,7 +54,7 @@ class Command(BaseCommand):
             "--format",
             choices=("auto", *FORMATS),
             default="auto",
-            help="Read every file in this format instead of detecting it document by document.",
+            help="Read every file in this format instead of detecting it file by file.",
         )
 
     def handle(
@@ -68,7 +70,8 @@ class Command(BaseCommand):
         failed = 0
         for path in files:
             try:
-                conversations = read_transcript_file(path, format)
+                reading = read_transcript_file(path, format)
+                conversations = reading.conversations
                 total = sum(len(c.messages) for c in conversations)
                 with tqdm(
                     total=total,
@@ -94,12 +97,16 @@ class Command(BaseCommand):
             skipped = len(conversations) - len(created)
             message_count = sum(c.message_count for c in created)
             summary = (
-                f"{path}: imported {_count(len(created), 'conversation')}, "
+                f"{path}: {reading.summary()}; imported {_count(len(created), 'conversation')}, "
                 f"{_count(message_count, 'message')}"
             )
             if skipped:
                 summary += f" ({skipped} already stored, skipped)"
             self.stdout.write(summary)
+            for problem in reading.skipped[:SHOWN_SKIPS]:
+                self.stdout.write(f"  skipped {problem}")
+            if len(reading.skipped) > SHOWN_SKIPS:
+                self.stdout.write(f"  and {len(reading.skipped) - SHOWN_SKIPS:,} more skipped")
         if failed:
             raise CommandError(f"{failed} of {len(files)} files had errors and were not imported")
 

@@ -71,7 +71,7 @@ class Command(BaseCommand):
             stdout=StringIO(),  # "0 imported, 3 already stored" on every start is noise
             stderr=self.stderr,
         )
-        keys = [c.key for path in files for c in read_transcript_file(path) if c.key]
+        keys = [c.key for path in files for c in read_transcript_file(path).conversations if c.key]
         given = services.give_ownerless(
             Conversation.objects.filter(scope=Scope.GLOBAL, scope_id="", key__in=keys),
             owner=user,

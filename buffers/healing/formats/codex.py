@@ -1,0 +1,692 @@
+"""Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``, one
+session per file, one compact JSON object per line.
+
+Layouts. Since September 2025 every line is ``{"timestamp", ["ordinal",] "type",
+"payload"}``: a ``session_meta`` header first, then ``response_item`` lines (what the
+model saw), ``event_msg`` lines (what the terminal showed), ``turn_context`` lines (the
+settings of each model request) and ``compacted`` lines. The 2025 legacy layout is a bare
+header ``{id, timestamp, instructions, git?}``, then bare response items and
+``{"record_type": "state"}`` lines. A file without its header whose every object line is
+a ``{timestamp, type, payload}`` line and which holds response items (a fragment) is read
+too. The transitional ``record_type``-tagged layout is not read (no real file of it is
+known).
+
+The conversation is the ``response_item`` payloads (the legacy layout's bare items), read
+as OpenAI Responses input items with ``openai_responses``' readers: a ``message`` is a row,
+a ``function_call`` a canonical call joined to the assistant row just before it (or to an
+assistant row of its own), a ``function_call_output`` a tool row. ``custom_tool_call``
+(apply_patch's free text, as ``{"input": text}`` arguments) and ``local_shell_call``
+(named ``local_shell``, its ``action`` as arguments; its id is ``call_id``, else the
+item's ``id``) are canonical calls too, and keep the original item under the call's
+``codex.item``; ``custom_tool_call_output`` is a tool row that keeps what makes it one
+under ``codex.item``. Calls pair on ``call_id``, never on the item's ``id``; a
+``local_shell_call`` is answered by a ``function_call_output``. A call with no output
+line anywhere is unanswered. ``reasoning``, ``web_search_call``,
+``image_generation_call``, ``compaction`` and ``tool_search_*`` items are kept as the
+Responses reader keeps items of its own (an assistant row with null content holding the
+item under ``responses_item``): they never take a result. User and developer messages
+Codex injects (``<environment_context>``, AGENTS.md, ``<permissions instructions>``,
+``<turn_aborted>``...) stay messages, since the model was sent them, and are flagged
+with ``codex.injected``. Each ``response_item`` line is read once, into exactly one
+message: nothing of the other lines makes a message, so the copies a rollout holds of
+each moment (the ``user_message`` and ``agent_message`` events, ``task_complete``'s last
+message, the AGENTS.md of every ``turn_context``, the history a ``compacted`` line
+repeats) are never messages; the context a resume re-injects is, once per time it was
+sent.
+
+Bookkeeping. ``event_msg`` (of any type), ``turn_context``, ``compacted`` (its
+``replacement_history`` is never expanded), a ``ghost_snapshot`` item, a later
+``session_meta`` (a fork copies its parent's) and the legacy ``record_type`` lines are
+read as bookkeeping: never a message, never an answer (an ``exec_command_end`` with a
+call's id answers nothing: the model never saw it). ``turn_context.model`` is
+``facts.model`` of the assistant rows that follow; a ``token_count``'s
+``last_token_usage`` is ``facts.usage`` of the assistant row just before it (the first
+such count only, and none when a result or a user message came in between); each row's
+line ``timestamp`` is ``facts.time``. The first ``session_meta`` is the conversation's
+``codex.session_meta`` (its payload) and ``codex.session_meta_line`` (the line's text).
+A rollout has no title. Skipped, with the reason: lines that are not JSON (a cut-off last
+line among them), that are not objects, or that are not rollout lines, lines of a type no
+reader knows (``world_state``...), a ``response_item`` of a type that is no conversation
+item (``additional_tools``...), bookkeeping without a payload or that cannot be stored.
+What is wrong inside a conversation item (a call without ``call_id``, a value that cannot
+be stored) is refused, named by the line and the path inside it.
+
+Where the other lines go: every object line that is not a message's is kept, in place,
+under the ``codex.before`` of the row (or call) whose line comes next, and those after the
+last one under its ``codex.after``, so that ``write_native`` writes the rollout back: the
+``session_meta`` line as read, then every kept line and every message's item lines in
+order, items rebuilt in Codex's own key order, all as Codex writes them (compact JSON).
+A clean rollout comes back as it was read; on PostgreSQL, whose ``jsonb`` keeps no key
+order, with the keys inside the kept lines and items in its order. Not written back:
+blank lines, lines that are not JSON or not objects (Codex skips them too) and the cut-off
+last line; paginated files (``ordinal``) are renumbered ``0..n-1``. A healed placeholder
+is written as Codex's own result line, ``{"timestamp", "type": "response_item",
+"payload": {"type": "function_call_output" (``custom_tool_call_output`` for a custom
+call), "call_id", "output": <its text>}}``, directly after its turn's lines (before the
+bookkeeping that follows them), with the timestamp of the line before it; a message made
+in the app is written as a ``response_item``. A legacy rollout is not written back
+(refused): only 2025 builds of the Codex CLI resume one, and a current-layout header would
+need fields it does not hold (``cwd``, ``originator``, ``cli_version``); nor is a
+fragment, which has no ``session_meta`` line for Codex to resume from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from buffers.healing.errors import InvalidInput, Problem
+from buffers.healing.ids import is_placeholder, usable_id
+from buffers.healing.messages import Message, describe, json_problem
+
+from . import openai_responses
+from .common import (
+    Call,
+    Converted,
+    Problems,
+    Row,
+    declared,
+    has_id,
+    has_text,
+    is_object,
+    json_text,
+    namespace,
+    row,
+    storable,
+    without,
+)
+from .source import Entry, Format, Reading, Skipped, Source
+
+SPACE = "codex"
+WRAPPER = frozenset({"timestamp", "ordinal", "type", "payload"})
+LEGACY_HEADER = frozenset({"id", "timestamp", "instructions", "git"})
+BOOKKEEPING = frozenset({"event_msg", "turn_context", "compacted", "session_meta"})
+"""Line types read as bookkeeping: kept for writing back, never a message."""
+CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+FOREIGN = frozenset(
+    {
+        "reasoning",
+        "web_search_call",
+        "image_generation_call",
+        "compaction",
+        "tool_search_call",
+        "tool_search_output",
+    }
+)
+"""Response items the model saw that are neither a message, a call nor a result."""
+ITEMS = frozenset({"message", *CALLS, *OUTPUTS, *FOREIGN})
+BOOKKEEPING_ITEMS = frozenset({"ghost_snapshot"})
+"""Response items only Codex itself uses (undo snapshots): bookkeeping."""
+LOCAL_SHELL = "local_shell"
+INJECTED = (
+    ("<environment_context>", "environment_context"),
+    ("# AGENTS.md instructions", "agents_md"),
+    ("<INSTRUCTIONS>", "agents_md"),
+    ("<user_instructions>", "user_instructions"),
+    ("<permissions instructions>", "permissions"),
+    ("<turn_aborted>", "turn_aborted"),
+    ("<user_shell_command>", "user_shell_command"),
+    ("<model_switch>", "model_switch"),
+    ("<personality_spec>", "personality_spec"),
+    ("<collaboration_mode>", "collaboration_mode"),
+    ("<skill>", "skill"),
+)
+"""What Codex injects as a user or developer message, by the start of its text."""
+USAGE = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cached_input_tokens", "cached"),
+    ("reasoning_output_tokens", "reasoning"),
+    ("total_tokens", "total"),
+)
+
+
+# Detection.
+
+
+def fits(source: Source) -> bool:
+    """A ``session_meta`` header first (or the legacy header), or a fragment: every object
+    line a ``{timestamp, type, payload}`` line, and response items among them."""
+    entries = source.entries()
+    if not entries:
+        return False
+    first = entries[0].value
+    return _is_header(first) or _is_legacy_header(first) or _is_fragment(entries)
+
+
+def _is_header(value: object) -> bool:
+    if not isinstance(value, dict) or value.get("type") != "session_meta":
+        return False
+    payload = value.get("payload")
+    return (
+        value.keys() <= WRAPPER
+        and isinstance(value.get("timestamp"), str)
+        and isinstance(payload, dict)
+        and isinstance(payload.get("id", payload.get("session_id")), str)
+        and {"cwd", "originator", "cli_version"} <= payload.keys()
+    )
+
+
+def _is_legacy_header(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.keys() <= LEGACY_HEADER
+        and "instructions" in value
+        and isinstance(value.get("id"), str)
+        and isinstance(value.get("timestamp"), str)
+    )
+
+
+def _is_fragment(entries: list[Entry]) -> bool:
+    items = 0
+    for entry in entries:
+        value = entry.value
+        if not isinstance(value, dict):
+            continue
+        if not value.keys() <= WRAPPER or not isinstance(value.get("type"), str):
+            return False
+        payload = value.get("payload")
+        if value["type"] == "response_item" and isinstance(payload, dict):
+            kind = payload.get("type")
+            items += isinstance(kind, str) and kind in ITEMS
+    return items > 0
+
+
+# Reading.
+
+
+def read(source: Source) -> Reading:
+    entries = source.entries() or []
+    reader = _Reader()
+    if entries and _is_legacy_header(entries[0].value):
+        reader.legacy(entries)
+    else:
+        reader.current(entries)
+    reader.problems.raise_if_any()
+    if not reader.rows:
+        found = f"{reader.read:,} of {len(entries):,} lines read, none a response item"
+        raise InvalidInput([Problem("file", f"holds no conversation: {found}")])
+    reader.finish()
+    skipped = sorted([*source.unreadable, *reader.skipped], key=_position)
+    return Reading([reader.converted()], skipped, reader.read, "line")
+
+
+def _position(skipped: Skipped) -> int:
+    digits = re.search(r"\d+", skipped.where)
+    return int(digits.group()) if digits else 0
+
+
+class _Reader:
+    """One pass over a rollout's lines: the rows, and the lines kept for writing back."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.problems = Problems()
+        self.skipped: list[Skipped] = []
+        self.read = 0
+        self.layout = "current"
+        self.header: dict[str, Any] | None = None
+        self.pending: list[Any] = []
+        """Lines kept since the last row's or call's line, to go before the next one."""
+        self.model: str | None = None
+
+    # The two layouts.
+
+    def current(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            value = entry.value
+            if not isinstance(value, dict):
+                self.skip(entry, f"{describe(value)}, not a rollout line (an object)")
+                continue
+            kind = value.get("type")
+            if not isinstance(kind, str):
+                self.skip(entry, "an object without a type, not a rollout line", keep=True)
+            elif kind == "response_item" and "payload" not in value:
+                self.problems.add(f"{entry.where}: payload", "is missing")
+            elif kind == "response_item":
+                self.item(entry, value["payload"], value.get("timestamp"), "payload")
+            elif kind == "session_meta" and self.header is None:
+                self.session_meta(entry, value)
+            elif kind in BOOKKEEPING:
+                self.bookkeeping(entry, value, value.get("payload"))
+            else:
+                self.skip(entry, f"a line of type {kind!r}, which holds no conversation", keep=True)
+
+    def legacy(self, entries: list[Entry]) -> None:
+        self.layout = "legacy"
+        header = entries[0]
+        if self.keep(header, header.value):
+            assert isinstance(header.value, dict)
+            self.header = header.value
+            self.read += 1
+        for entry in entries[1:]:
+            value = entry.value
+            if not isinstance(value, dict):
+                self.skip(entry, f"{describe(value)}, not a rollout line (an object)")
+            elif "record_type" in value:
+                self.bookkeeping(entry, value, value)
+            elif "type" in value:
+                self.item(entry, value, None, "")
+            else:
+                self.skip(entry, "an object that is neither an item nor a state record", keep=True)
+
+    # Lines that are not conversation.
+
+    def session_meta(self, entry: Entry, value: dict[str, Any]) -> None:
+        if not isinstance(value.get("payload"), dict):
+            self.skip(entry, "a session_meta line without a payload object", keep=True)
+        elif self.keep(entry, value):
+            self.header = value
+            self.read += 1
+
+    def bookkeeping(self, entry: Entry, value: dict[str, Any], payload: object) -> None:
+        if not isinstance(payload, dict):
+            self.skip(
+                entry, f"a line of type {value.get('type')!r} without a payload object", keep=True
+            )
+            return
+        if not self.keep(entry, value):
+            return
+        self.pending.append(value)
+        self.read += 1
+        kind = value.get("type")
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            self.model = payload["model"]
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            self.usage(payload.get("info"))
+
+    def usage(self, info: object) -> None:
+        """``facts.usage`` for the assistant row this count directly follows."""
+        last = info.get("last_token_usage") if isinstance(info, dict) else None
+        if not isinstance(last, dict) or not self.rows or self.rows[-1]["role"] != "assistant":
+            return
+        counts = {
+            name: last[key]
+            for key, name in USAGE
+            if isinstance(last.get(key), int) and not isinstance(last.get(key), bool)
+        }
+        facts = self.rows[-1]["metadata"].get("facts", {})
+        if counts and "usage" not in facts:
+            self.rows[-1]["metadata"]["facts"] = {**facts, "usage": counts}
+
+    def keep(self, entry: Entry, value: object) -> bool:
+        """Whether a line that is not a conversation item can be kept (stored)."""
+        problem = json_problem(value)
+        if problem is None:
+            return True
+        self.skipped.append(Skipped(entry.where, f"a line that {problem} (left out)"))
+        return False
+
+    def skip(self, entry: Entry, why: str, keep: bool = False) -> None:
+        """Skip a line, keeping it in place for writing back when it is an object."""
+        if keep and json_problem(entry.value) is None:
+            self.pending.append(entry.value)
+        self.skipped.append(Skipped(entry.where, why))
+
+    # Conversation items.
+
+    def item(self, entry: Entry, payload: object, timestamp: object, inside: str) -> None:
+        """One response item: ``inside`` is where it sits in its line (``payload``, or
+        ``""`` for a legacy bare item), for the places of its problems."""
+        found = Problems()
+        where = inside or "item"
+        if is_object(payload, where, found) and storable(entry.value, "line", found):
+            assert isinstance(payload, dict)
+            kind = payload.get("type")
+            if "type" not in payload:
+                found.add(f"{where}.type", "is missing")
+            elif not isinstance(kind, str):
+                found.add(f"{where}.type", f"must be a string, not {describe(kind)}")
+            elif kind in ITEMS:
+                time = timestamp if isinstance(timestamp, str) else None
+                self.conversation_item(kind, payload, where, time, found)
+            elif kind in BOOKKEEPING_ITEMS:
+                self.pending.append(entry.value)
+                self.read += 1
+            else:
+                reason = f"a response item of type {kind!r}, which is no conversation item"
+                self.skip(entry, reason, keep=True)
+        for problem in found:
+            path = _inside(problem.path)
+            self.problems.add(f"{entry.where}: {path}" if path else entry.where, problem.message)
+
+    def conversation_item(
+        self, kind: str, payload: dict[str, Any], where: str, time: str | None, found: Problems
+    ) -> None:
+        rows, calls = len(self.rows), len(self.calls_of_last_row())
+        if kind == "message":
+            openai_responses.read_message(payload, where, self.rows, found)
+        elif kind == "function_call":
+            openai_responses.read_call(payload, where, self.rows, found)
+        elif kind in CALLS:
+            self.declare(_codex_call(kind, payload, where, found))
+        elif kind in OUTPUTS:
+            openai_responses.read_output(payload, where, self.rows, found)
+            if kind != "function_call_output" and len(self.rows) > rows:
+                self.rows[-1]["metadata"].pop("responses", None)
+                self.rows[-1]["metadata"][SPACE] = {"item": without(payload, "call_id", "output")}
+        else:
+            self.rows.append(row("assistant", None, {"responses_item": payload}))
+        if found:
+            return
+        self.read += 1
+        if len(self.rows) > rows:
+            self.new_row(self.rows[-1], time)
+        elif len(self.calls_of_last_row()) > calls:
+            self.joined(self.calls_of_last_row()[-1], time)
+
+    def calls_of_last_row(self) -> list[Any]:
+        calls = self.rows[-1]["metadata"].get("tool_calls") if self.rows else None
+        return calls if isinstance(calls, list) else []
+
+    def declare(self, call: dict[str, Any] | None) -> None:
+        if call is None:
+            return
+        if self.rows and self.rows[-1]["role"] == "assistant":
+            self.rows[-1]["metadata"].setdefault("tool_calls", []).append(call)
+        else:
+            self.rows.append(row("assistant", None, {"tool_calls": [call]}))
+
+    def new_row(self, new: Row, time: str | None) -> None:
+        metadata = new["metadata"]
+        facts: dict[str, Any] = {}
+        if time is not None:
+            facts["time"] = time
+        if new["role"] == "assistant" and self.model is not None:
+            facts["model"] = self.model
+        if facts:
+            metadata["facts"] = facts
+        kept = metadata.setdefault(SPACE, {})
+        if injected := _injected(new, metadata):
+            kept["injected"] = injected
+        if self.pending:
+            kept["before"], self.pending = self.pending, []
+        if not kept:
+            del metadata[SPACE]
+        for call in metadata.get("tool_calls", ()):
+            self.joined(call, time)
+
+    def joined(self, call: dict[str, Any], time: str | None) -> None:
+        kept = call.setdefault(SPACE, {})
+        if time is not None:
+            kept["timestamp"] = time
+        if self.pending:
+            kept["before"], self.pending = self.pending, []
+        if not kept:
+            del call[SPACE]
+
+    def finish(self) -> None:
+        if self.pending:
+            self.rows[-1]["metadata"].setdefault(SPACE, {})["after"] = self.pending
+            self.pending = []
+
+    def converted(self) -> Converted:
+        kept: dict[str, Any] = {"layout": self.layout}
+        if self.header is not None and self.layout == "legacy":
+            kept["session_meta"] = self.header
+        elif self.header is not None:
+            kept["session_meta"] = self.header["payload"]
+            kept["session_meta_line"] = json_text(self.header)
+            if "ordinal" in self.header:
+                kept["paginated"] = True
+        return Converted(self.rows, {SPACE: kept}, title="")
+
+
+def _inside(path: str) -> str:
+    """A problem's path inside its line: ``payload.call_id``, or ``call_id`` for a bare
+    item (whose checks name it ``item``, and the whole line ``line``)."""
+    for prefix in ("line", "item"):
+        if path == prefix or path.startswith((f"{prefix}.", f"{prefix}[")):
+            return path.removeprefix(prefix).lstrip(".")
+    return path
+
+
+def _codex_call(
+    kind: str, payload: dict[str, Any], where: str, found: Problems
+) -> dict[str, Any] | None:
+    """A ``custom_tool_call`` or ``local_shell_call`` as a canonical call that keeps the
+    item as it was."""
+    if kind == "custom_tool_call":
+        checks = [
+            has_id(payload, "call_id", where, found),
+            has_text(payload, "name", where, found),
+            has_text(payload, "input", where, found, wanted="a string (the tool's input)"),
+        ]
+        if not all(checks):
+            return None
+        call_id, name = payload["call_id"], payload["name"]
+        arguments = json_text({"input": payload["input"]})
+    else:
+        key = "call_id" if usable_id(payload.get("call_id")) is not None else "id"
+        if key == "id" and "id" not in payload:
+            found.add(f"{where}.call_id", "is missing")
+            return None
+        if not has_id(payload, key, where, found):
+            return None
+        call_id, name = payload[key], LOCAL_SHELL
+        arguments = json_text(payload.get("action", {}))
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments or "{}"},
+        SPACE: {"item": payload},
+    }
+
+
+def _injected(new: Row, metadata: Mapping[str, Any]) -> str | None:
+    """What Codex injected this user or developer message as, or None."""
+    developer = metadata.get("openai_role") == "developer"
+    if new["role"] != "user" and not developer:
+        return None
+    content = new["content"]
+    first = content[0] if isinstance(content, list) and content else content
+    text = first.get("text") if isinstance(first, dict) else first
+    if isinstance(text, str):
+        start = text.lstrip()
+        for prefix, name in INJECTED:
+            if start.startswith(prefix):
+                return name
+    return "developer" if developer else None
+
+
+# Writing the rollout back.
+
+
+def write_native(messages: Sequence[Message], metadata: Mapping[str, Any]) -> str:
+    """The conversation as a Codex rollout's text (JSONL, ending with a newline)."""
+    kept = namespace(metadata, SPACE)
+    if kept.get("layout") == "legacy":
+        raise InvalidInput(
+            [
+                Problem(
+                    "conversation",
+                    "was read from a 2025 Codex rollout (a bare header and bare items), which "
+                    "no current Codex CLI resumes; it is not written back in that layout "
+                    "(export it as OpenAI Responses instead)",
+                )
+            ]
+        )
+    header = kept.get("session_meta_line")
+    if not isinstance(header, str):
+        raise InvalidInput(
+            [
+                Problem(
+                    "conversation",
+                    "has no Codex session_meta line (it was not read from a whole Codex "
+                    "rollout), and Codex resumes no rollout without one",
+                )
+            ]
+        )
+    writer = _Writer(header, paginated=kept.get("paginated") is True)
+    for message in messages:
+        writer.message(message)
+    writer.flush()
+    return "\n".join(writer.lines) + "\n"
+
+
+class _Writer:
+    def __init__(self, header: str, *, paginated: bool) -> None:
+        self.lines = [header]
+        self.paginated = paginated
+        try:
+            stamp = json.loads(header).get("timestamp")
+        except (ValueError, AttributeError):
+            stamp = None
+        self.timestamp: str = stamp if isinstance(stamp, str) else ""
+        self.after: list[Any] = []
+        self.custom: set[str] = set()
+        """The ids of custom tool calls, answered by ``custom_tool_call_output``."""
+
+    def message(self, message: Message) -> None:
+        kept = namespace(message, SPACE)
+        if is_placeholder(message) and not kept:
+            self.item(self.timestamp, self.output(message, {}))
+            return
+        self.flush()
+        self.kept(kept.get("before"))
+        time = namespace(message, "facts").get("time")
+        stamp = time if isinstance(time, str) else self.timestamp
+        own = self.own_item(message, kept)
+        if own is not None:
+            self.item(stamp, own)
+        for call in declared(message):
+            on_call = namespace(call.entry, SPACE)
+            self.kept(on_call.get("before"))
+            at = on_call.get("timestamp")
+            self.item(at if isinstance(at, str) else self.timestamp, self.call_item(call, on_call))
+        after = kept.get("after")
+        self.after = after if isinstance(after, list) else []
+
+    def flush(self) -> None:
+        self.kept(self.after)
+        self.after = []
+
+    def own_item(self, message: Message, kept: Mapping[str, Any]) -> dict[str, Any] | None:
+        if message.role == "tool":
+            return self.output(message, kept)
+        foreign = message.metadata.get("responses_item")
+        if isinstance(foreign, dict):
+            return foreign
+        extras = namespace(message, "responses")
+        if message.content is None and not extras and declared(message):
+            return None
+        developer = message.metadata.get("openai_role") == "developer"
+        role = "developer" if message.role == "system" and developer else message.role
+        rest = without(extras, "type", "id", "role", "content")
+        return {
+            "type": "message",
+            **({"id": extras["id"]} if "id" in extras else {}),
+            "role": role,
+            "content": _content(message.content, role),
+            **rest,
+        }
+
+    def output(self, message: Message, kept: Mapping[str, Any]) -> dict[str, Any]:
+        call_id = message.metadata.get("tool_call_id")
+        extras = {**namespace(message, "responses"), **namespace(kept, "item")}
+        kind = extras.get("type")
+        if not isinstance(kind, str):
+            custom = usable_id(call_id) in self.custom
+            kind = "custom_tool_call_output" if custom else "function_call_output"
+        output = openai_responses.content(message.content, "tool")
+        return {
+            "type": kind,
+            "call_id": call_id,
+            "output": "" if output is None else output,
+            **without(extras, "type", "call_id", "output"),
+        }
+
+    def call_item(self, call: Call, kept: Mapping[str, Any]) -> dict[str, Any]:
+        original = kept.get("item")
+        if isinstance(original, dict):
+            if original.get("type") == "custom_tool_call" and (cid := usable_id(call.id)):
+                self.custom.add(cid)
+            return original
+        extras = namespace(call.entry, "responses")
+        return {
+            "type": "function_call",
+            **({"id": extras["id"]} if "id" in extras else {}),
+            "name": call.name,
+            **without(extras, "type", "id"),
+            "arguments": call.arguments,
+            "call_id": call.id,
+        }
+
+    def item(self, timestamp: str, payload: dict[str, Any]) -> None:
+        line: dict[str, Any] = {"timestamp": timestamp}
+        if self.paginated:
+            line["ordinal"] = len(self.lines)
+        line["type"] = "response_item"
+        line["payload"] = payload
+        self.write(line)
+
+    def kept(self, lines: object) -> None:
+        for line in lines if isinstance(lines, list) else ():
+            if not isinstance(line, dict):
+                continue
+            if self.paginated:
+                line = _numbered(line, len(self.lines))
+            self.write(line)
+
+    def write(self, line: dict[str, Any]) -> None:
+        stamp = line.get("timestamp")
+        if isinstance(stamp, str):
+            self.timestamp = stamp
+        self.lines.append(json_text(line) or "{}")
+
+
+def _numbered(line: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    """A kept line with its ``ordinal`` (placed after ``timestamp``, as Codex writes it)."""
+    if "ordinal" in line:
+        return {**line, "ordinal": ordinal}
+    numbered: dict[str, Any] = {}
+    for key, value in line.items():
+        numbered[key] = value
+        if key == "timestamp":
+            numbered["ordinal"] = ordinal
+    return numbered if "ordinal" in numbered else {"ordinal": ordinal, **numbered}
+
+
+def _content(content: object, role: str) -> list[Any]:
+    """Message content as Codex writes it: a list of parts."""
+    part = "output_text" if role == "assistant" else "input_text"
+    if isinstance(content, str):
+        return [{"type": part, "text": content}]
+    written = openai_responses.content(content, role)
+    if isinstance(written, list):
+        return written
+    return [{"type": part, "text": written}] if isinstance(written, str) and written else []
+
+
+def native_name(metadata: Mapping[str, Any]) -> str:
+    """``rollout-<time>-<id>.jsonl``, as Codex names the file of the session written back:
+    its time is the session's start, in Codex's ``YYYY-MM-DDThh-mm-ss``."""
+    kept = metadata.get(SPACE)
+    meta = kept.get("session_meta") if isinstance(kept, dict) else None
+    if not isinstance(meta, dict):
+        return ""
+    session, started = meta.get("id"), meta.get("timestamp")
+    if not isinstance(session, str) or not isinstance(started, str) or len(started) < 19:
+        return ""
+    safe = re.sub(r"[^\w.-]", "-", session)
+    return f"rollout-{started[:19].replace(':', '-')}-{safe}.jsonl"
+
+
+FORMAT = Format(
+    "codex",
+    "Codex CLI rollout",
+    "~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl (and ~/.codex/archived_sessions/)",
+    "JSONL lines {timestamp, type, payload}: a session_meta line first (its payload with id, "
+    "cwd, originator and cli_version), then response_item, event_msg and turn_context "
+    "lines; or, from 2025, a header {id, timestamp, instructions} then bare response items",
+    fits,
+    read,
+    provider="openai-responses",
+    article="a",
+    lines=True,
+    write_native=write_native,
+    native_name=native_name,
+)

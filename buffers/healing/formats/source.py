@@ -1,0 +1,275 @@
+"""A transcript as the readers see it, and what reading it gave.
+
+A transcript is one JSON ``document`` (a ``.json`` file, an API request's document), or
+the ``lines`` of a JSONL file, each parsed on its own. Agent runtimes write their logs
+line by line from processes that crash, so a line that is not JSON is not fatal here: it
+is kept aside in ``unreadable``, and a reader for a log format skips it and says so,
+while a reader of one document per line (OpenAI fine-tuning files, the stored JSONL)
+refuses it as before.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from buffers.healing.errors import Problem
+from buffers.healing.messages import Message, describe
+
+from .common import Converted
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One value of a transcript: a JSONL line's (``where`` is ``line 7``) or a JSON list's
+    item (``where`` is ``[7]``)."""
+
+    where: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something of a log that was not read, and why: a line that is not JSON, an event of
+    a type no reader uses."""
+
+    where: str
+    why: str
+    column: int = 0
+    """Where on its line a line that is not JSON stops being JSON."""
+
+    def __str__(self) -> str:
+        return f"{self.problem()}"
+
+    def problem(self) -> Problem:
+        return Problem(
+            f"{self.where}, column {self.column}" if self.column else self.where, self.why
+        )
+
+
+@dataclass(frozen=True)
+class Source:
+    """One transcript: a JSON ``document``, or a JSONL file's parsed ``lines`` and the
+    ones that are not JSON (``unreadable``)."""
+
+    document: object = None
+    lines: tuple[Entry, ...] | None = None
+    unreadable: tuple[Skipped, ...] = ()
+
+    @property
+    def is_lines(self) -> bool:
+        return self.lines is not None
+
+    def entries(self) -> list[Entry] | None:
+        """The values a log format reads one by one: the JSONL lines, or the items of a
+        document that is a list (a log sent as a JSON array); None for any other document."""
+        if self.lines is not None:
+            return list(self.lines)
+        if isinstance(self.document, list):
+            return [Entry(f"[{index}]", value) for index, value in enumerate(self.document)]
+        return None
+
+    def objects(self) -> list[dict[str, Any]] | None:
+        """The values of ``entries`` that are objects (None when there are no entries)."""
+        entries = self.entries()
+        if entries is None:
+            return None
+        return [entry.value for entry in entries if isinstance(entry.value, dict)]
+
+    def looks(self) -> str:
+        """What this transcript looks like, for a refusal: "an object with keys history,
+        info, trajectory", "JSONL of 40 lines whose objects have keys payload, timestamp,
+        type"."""
+        if self.lines is not None:
+            count = len(self.lines) + len(self.unreadable)
+            keys = _keys([e.value for e in self.lines if isinstance(e.value, dict)])
+            shapes = "" if keys else "; " + _kinds([e.value for e in self.lines])
+            return (
+                f"JSONL of {count:,} line{'s' if count != 1 else ''}"
+                + (f" whose objects have keys {keys}" if keys else shapes)
+                + (f" ({len(self.unreadable):,} not JSON)" if self.unreadable else "")
+            )
+        document = self.document
+        if isinstance(document, dict):
+            return f"an object with keys {_keys([document]) or 'none'}"
+        if isinstance(document, list):
+            if not document:
+                return "an empty list"
+            objects = [v for v in document if isinstance(v, dict)]
+            if len(objects) == len(document):
+                return f"a list of {len(document):,} objects with keys {_keys(objects) or 'none'}"
+            return f"a list of {len(document):,} values ({_kinds(document)})"
+        return describe(document)
+
+
+def _keys(objects: Sequence[Mapping[str, Any]], most: int = 8) -> str:
+    seen: dict[str, int] = {}
+    for value in objects:
+        for key in value:
+            seen[str(key)] = seen.get(str(key), 0) + 1
+    # The keys most objects share come first: they say what the entries are.
+    ordered = sorted(seen, key=lambda key: (-seen[key], key))
+    shown = ", ".join(ordered[:most])
+    return shown + (f" and {len(ordered) - most} more" if len(ordered) > most else "")
+
+
+def _kinds(values: Sequence[object]) -> str:
+    kinds: dict[str, int] = {}
+    for value in values:
+        kind = describe(value).removeprefix("a ").removeprefix("an ")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+
+
+def parse_lines(text: str) -> Source:
+    """A JSONL text as a Source. Lines end at ``\\n`` only: ``str.splitlines()`` would also
+    split at U+2028, U+0085 and the like, which JSON strings may hold unescaped."""
+    lines: list[Entry] = []
+    unreadable: list[Skipped] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            lines.append(Entry(where, json.loads(line)))
+        except json.JSONDecodeError as error:
+            unreadable.append(Skipped(where, _not_json(error, line), error.colno))
+        except RecursionError:
+            unreadable.append(Skipped(where, "nests arrays or objects too deeply to read"))
+        except ValueError as error:  # e.g. an integer of more than 4,300 digits
+            unreadable.append(Skipped(where, f"cannot be read: {error}"))
+    return Source(lines=tuple(lines), unreadable=tuple(unreadable))
+
+
+def parse_values(text: str) -> Source:
+    """JSON values written one after another, each over as many lines as it likes (the
+    Python SDK's console exporters indent every record): one entry each, named by the
+    line it starts on. What is not JSON ends the values (a record cut off mid-write) and
+    is kept aside, as ``parse_lines`` keeps a line that is not JSON."""
+    decoder = json.JSONDecoder()
+    entries: list[Entry] = []
+    position, line = 0, 1
+    while True:
+        start = _SPACE.match(text, position)
+        assert start is not None
+        line += text.count("\n", position, start.end())
+        position = start.end()
+        if position >= len(text):
+            return Source(lines=tuple(entries))
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            cut = Skipped(f"line {line}", f"is not JSON: {error.msg} (from here to the end)")
+            return Source(lines=tuple(entries), unreadable=(cut,))
+        except (RecursionError, ValueError):
+            cut = Skipped(f"line {line}", "cannot be read as JSON (from here to the end)")
+            return Source(lines=tuple(entries), unreadable=(cut,))
+        entries.append(Entry(f"line {line}", value))
+        line += text.count("\n", position, end)
+        position = end
+
+
+_SPACE = re.compile(r"\s*")
+
+
+def _not_json(error: json.JSONDecodeError, line: str) -> str:
+    """Why a line is not JSON; a line that opens an object or a list and stops before
+    closing it is said to be cut off (a crash mid-write leaves one last)."""
+    text = line.strip()
+    opened = text.startswith(("{", "["))
+    closed = text.endswith(("}", "]"))
+    if opened and (not closed or error.pos >= len(line.rstrip())):
+        return f"is not JSON: {error.msg} (the line is cut off: its writer stopped mid-line?)"
+    return f"is not JSON: {error.msg}"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reader made of a transcript: its conversations, what it skipped, and how
+    many entries (lines, events, messages) it read."""
+
+    conversations: list[Converted]
+    skipped: list[Skipped] = field(default_factory=list)
+    entries: int = 0
+    unit: str = "line"
+
+
+@dataclass(frozen=True)
+class Format:
+    """A transcript format: its name (``--format``), how it is named to a person, where
+    its files are found, what a transcript must look like to be read as it (``needs``,
+    decided by ``fits``), and its reader. ``fits`` is a signature, not a guess: no
+    transcript of another format fits it (tests.healing.test_detection holds every
+    fixture to that). ``write_native`` writes a conversation back as the runtime's own
+    file, for the formats that have one."""
+
+    name: str
+    label: str
+    where: str
+    needs: str
+    fits: Callable[[Source], bool]
+    read: Callable[[Source], Reading]
+    provider: str = ""
+    """The provider format the runtime talks to (its API), for the export people want back."""
+    article: str = ""
+    """How a sentence names one: "read as *a* Claude Code session", "as *the* stored shape"."""
+    lines: bool = False
+    """Whether a JSONL file is one transcript of this format (a log); otherwise each line
+    of a JSONL file is a document of its own."""
+    write_native: Callable[[Sequence[Message], Mapping[str, Any]], str] | None = None
+    native_name: Callable[[Mapping[str, Any]], str] | None = None
+    """The file name the runtime gives the file ``write_native`` writes, from the
+    conversation's metadata (a Claude Code session is ``<sessionId>.jsonl``)."""
+
+    @property
+    def named(self) -> str:
+        """The label with its article, for a sentence: "a Claude Code session"."""
+        return f"{self.article} {self.label}" if self.article else self.label
+
+
+_LINE = re.compile(r"^(?P<prefix>(?:.*?: )?)line (?P<number>\d+)(?=: |$)")
+_DIGITS = re.compile(r"\d+")
+
+
+def collapse(problems: Sequence[Problem], *, least: int = 3) -> list[Problem]:
+    """Problems with each run of the same problem on consecutive lines said once:
+    ``lines 3-101: the same problem on 99 lines; first: line 3: ...``. Two problems are
+    the same when they differ only in their numbers (a line, an index)."""
+    collapsed: list[Problem] = []
+    index = 0
+    while index < len(problems):
+        first = problems[index]
+        key = _sameness(first)
+        end = index + 1
+        while key is not None and end < len(problems) and _sameness(problems[end]) == key:
+            end += 1
+        if key is None or end - index < least:
+            collapsed.extend(problems[index:end])
+        else:
+            prefix, first_line = _split(first)
+            _, last_line = _split(problems[end - 1])
+            collapsed.append(
+                Problem(
+                    f"{prefix}lines {first_line}-{last_line}",
+                    f"the same problem on {end - index:,} lines; first: {first}",
+                )
+            )
+        index = end
+    return collapsed
+
+
+def _split(problem: Problem) -> tuple[str, int]:
+    """``("a.jsonl: ", 7)`` for a problem at ``a.jsonl: line 7: ...``."""
+    match = _LINE.match(problem.path)
+    return (match["prefix"], int(match["number"])) if match else ("", 0)
+
+
+def _sameness(problem: Problem) -> str | None:
+    prefix, line = _split(problem)
+    if not line:
+        return None
+    rest = problem.path[len(prefix) :]
+    return prefix + _DIGITS.sub("#", f"{rest}: {problem.message}")

@@ -1,0 +1,1034 @@
+"""Claude Code sessions read into the stored shape (one row per response, results after
+their turn, bookkeeping kept in place, abandoned branches and subagents kept out of the
+conversation) and written back as the session file the CLI resumes, healed calls
+answered in its own events."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from buffers import healing
+from buffers.healing import InvalidInput, Message, sendability
+from buffers.healing.formats import Converted, Reading, Source, detect_source, parse_lines
+from buffers.healing.formats.claude_code import FORMAT, fits, native_name, read, write_native
+from tests.healing.test_formats import SAMPLES
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CLAUDE = FIXTURES / "claude-code"
+PROJECT = CLAUDE / "projects" / "-home-dev-projects-tinycalc"
+SESSION = PROJECT / "9d1f3b5d-7a9c-4e1a-b3c5-8f0a2c4e6a8c.jsonl"
+SUBAGENT = PROJECT / "9d1f3b5d-7a9c-4e1a-b3c5-8f0a2c4e6a8c" / "subagents" / "agent-a6c6709.jsonl"
+ALL = sorted(CLAUDE.rglob("*.jsonl"))
+OTHERS = sorted(
+    path
+    for path in FIXTURES.rglob("*")
+    if path.is_file() and path.relative_to(FIXTURES).parts[0] != "claude-code"
+)
+INTERRUPTED = healing.INTERRUPTED_TEXT
+
+
+def source_of(path: Path) -> Source:
+    """A fixture as the import sees it: JSONL lines, or one JSON document."""
+    text = path.read_text()
+    if path.suffix == ".jsonl":
+        return parse_lines(text)
+    try:
+        return Source(document=json.loads(text))
+    except json.JSONDecodeError:
+        return parse_lines(text)
+
+
+def path_of(name: str | Path) -> Path:
+    return name if isinstance(name, Path) else CLAUDE / name
+
+
+def reading(name: str | Path) -> Reading:
+    return read(parse_lines(path_of(name).read_text()))
+
+
+def conversation(name: str | Path) -> Converted:
+    [converted] = reading(name).conversations
+    return converted
+
+
+def messages_of(converted: Converted) -> list[Message]:
+    return healing.parse_messages(converted.messages, json_checked=True)
+
+
+def messages(name: str | Path) -> list[Message]:
+    return messages_of(conversation(name))
+
+
+def read_text(text: str) -> list[Message]:
+    [converted, *_] = read(parse_lines(text)).conversations
+    return messages_of(converted)
+
+
+def unanswered(found: list[Message]) -> list[str]:
+    return [call.tool_call_id for call in healing.analyze(found).unanswered]
+
+
+def calls(found: list[Message]) -> list[str]:
+    return [cid for m in found for cid in healing.declared_call_ids(m)]
+
+
+def results(found: list[Message]) -> list[str | None]:
+    return [healing.result_call_id(m) for m in found if m.role == "tool"]
+
+
+def meta(message: Message) -> dict[str, Any]:
+    return cast(dict[str, Any], message.metadata)
+
+
+def kept(message: Message) -> dict[str, Any]:
+    return cast(dict[str, Any], message.metadata["claude_code"])
+
+
+def heal(found: list[Message]) -> list[Message]:
+    return healing.apply_plan(found, healing.plan_heal(healing.facts_from_messages(found)))
+
+
+def identity(session: str, name: str) -> str:
+    """The uuid of an event the writer makes: uuid5 of the session and the call."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}:{name}"))
+
+
+def lines_of(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.split("\n") if line]
+
+
+def accepted(found: list[Message]) -> bool:
+    """Every call answered directly after its turn, as Anthropic (the CLI's API) needs."""
+    return sendability.check(found, "anthropic").accepted
+
+
+ENVELOPE = {
+    "isSidechain": False,
+    "userType": "external",
+    "cwd": "/home/dev/projects/tinycalc",
+    "sessionId": "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+    "version": "2.0.50",
+    "gitBranch": "main",
+}
+
+
+def event(kind: str, identity: str, parent: str | None, body: dict[str, Any]) -> str:
+    line = {
+        "parentUuid": parent,
+        **ENVELOPE,
+        "type": kind,
+        **body,
+        "uuid": identity,
+        "timestamp": "2025-11-18T15:02:41.530Z",
+    }
+    return json.dumps(line, separators=(",", ":"))
+
+
+def prompt(identity: str, parent: str | None, text: str) -> str:
+    return event("user", identity, parent, {"message": {"role": "user", "content": text}})
+
+
+def response(identity: str, parent: str | None, message_id: str, *blocks: Any) -> str:
+    message = {"id": message_id, "role": "assistant", "content": list(blocks)}
+    return event("assistant", identity, parent, {"message": message})
+
+
+def tool_use(call: str, name: str = "Bash", **arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call, "name": name, "input": arguments}
+
+
+def answer(identity: str, parent: str | None, *blocks: Any) -> str:
+    return event("user", identity, parent, {"message": {"role": "user", "content": list(blocks)}})
+
+
+def result(call: str, text: str = "ok") -> dict[str, Any]:
+    return {"tool_use_id": call, "type": "tool_result", "content": text}
+
+
+# Reading: turns, results, facts.
+
+
+def test_a_clean_session_reads_as_its_turns_with_every_call_answered_after_its_turn() -> None:
+    read_as = reading("clean.jsonl")
+    found = messages("clean.jsonl")
+
+    assert (read_as.entries, read_as.unit, read_as.skipped) == (21, "line", [])
+    assert [m.role for m in found] == [
+        *["user", "assistant", "tool", "tool", "assistant", "tool"],
+        *["assistant", "tool", "assistant", "user", "user", "user"],
+    ]
+    assert calls(found) == [
+        "toolu_01ce33fR9C75L3oxGCYQALN6",
+        "toolu_01MHWI4OsypMbPT5pWMTSV3d",
+        "toolu_01PMGmjivxjcfYijHQ09Po6T",
+        "toolu_01SVMI97Ju2ZABCT3xsZUIlE",
+    ]
+    assert results(found) == calls(found)
+    assert unanswered(found) == []
+    assert healing.analyze(found).findings == ()
+    assert accepted(found)
+
+
+def test_the_lines_of_one_response_are_one_assistant_turn_in_block_order() -> None:
+    turn = messages("clean.jsonl")[1]
+
+    assert kept(turn)["lines_at"] == [4, 5, 6, 7]
+    assert turn.content == [{"type": "text", "text": "Let me read the code and the tests."}]
+    [thinking, *order] = meta(turn)["anthropic"]["layout"]
+    assert thinking["type"] == "thinking"
+    assert thinking["signature"].startswith("EqxPWxDn")
+    assert order == ["content", "call", "call"]
+    assert [call["function"] for call in meta(turn)["tool_calls"]] == [
+        {"name": "Read", "arguments": '{"file_path":"/home/dev/projects/tinycalc/calc.py"}'},
+        {"name": "Read", "arguments": '{"file_path":"/home/dev/projects/tinycalc/test_calc.py"}'},
+    ]
+    assert {call["type"] for call in meta(turn)["tool_calls"]} == {"function"}
+
+
+def test_the_anthropic_export_sends_a_turn_back_with_its_thinking_in_order() -> None:
+    found = messages("clean.jsonl")
+
+    body = healing.formats.write(found, "anthropic", {})
+
+    first = body["messages"][1]
+    assert [block["type"] for block in first["content"]] == [
+        "thinking",
+        "text",
+        "tool_use",
+        "tool_use",
+    ]
+    assert [block["type"] for block in body["messages"][2]["content"]] == [
+        "tool_result",
+        "tool_result",
+    ]
+
+
+def test_usage_and_finish_reason_come_from_the_last_line_of_a_response_once() -> None:
+    found = messages("modern.jsonl")
+    first, edit = found[1], found[4]
+
+    assert meta(first)["facts"] == {
+        "time": "2026-04-20T08:14:10.218Z",
+        "model": "claude-opus-4-6",
+        "usage": {"input": 3 + 1843 + 12050, "output": 171, "cached": 12050},
+        "finish_reason": "tool_use",
+    }
+    assert kept(edit)["lines_at"] == [10, 12]
+    assert meta(edit)["facts"]["usage"] == {
+        "input": 3 + 2210 + 13893,
+        "output": 236,
+        "cached": 13893,
+    }
+    assert meta(edit)["facts"]["time"] == "2026-04-20T08:14:14.515Z"
+    assert meta(found[2])["facts"] == {"time": "2026-04-20T08:14:11.403Z"}
+
+
+def test_a_response_whose_lines_all_say_nothing_of_how_it_stopped_has_no_finish_reason() -> None:
+    first = messages("clean.jsonl")[1]
+
+    assert "finish_reason" not in meta(first)["facts"]
+    assert meta(first)["facts"]["model"] == "claude-sonnet-4-5-20250929"
+
+
+@pytest.mark.rule("MEM-11")
+def test_parallel_results_chained_to_their_own_tool_use_line_answer_their_calls() -> None:
+    found = messages("modern.jsonl")
+
+    assert calls(found) == results(found)
+    assert len(calls(found)) == 5
+    assert [m.role for m in found[1:4]] == ["assistant", "tool", "tool"]
+    assert unanswered(found) == []
+    assert accepted(found)
+
+
+@pytest.mark.rule("MEM-11")
+def test_results_written_between_the_lines_of_their_response_follow_the_whole_turn() -> None:
+    found = messages(SUBAGENT)
+
+    assert [m.role for m in found] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert kept(found[1])["lines_at"] == [2, 3, 5]
+    assert calls(found) == ["toolu_01rOIJREelW39Hlc0bPa2cvI", "toolu_01GIk2EoBpuS1ekvJSkaDwXl"]
+    assert results(found) == calls(found)
+    assert [kept(m)["lines_at"] for m in found[2:4]] == [[4], [6]]
+    assert accepted(found)
+
+
+def test_interrupted_and_rejected_tools_are_answered_as_errors() -> None:
+    found = messages("interrupted.jsonl")
+    tools = [m for m in found if m.role == "tool"]
+
+    assert unanswered(found) == []
+    assert [meta(m)["is_error"] for m in tools] == [True, True]
+    assert tools[0].content == "[Request interrupted by user for tool use]"
+    assert str(tools[1].content).startswith("The user doesn't want to proceed with this tool use.")
+    assert found[3].role == "user"
+    assert found[3].content == [
+        {"type": "text", "text": "[Request interrupted by user for tool use]"}
+    ]
+    assert accepted(found)
+
+
+def test_a_tool_results_structured_output_and_envelope_are_kept_with_its_line() -> None:
+    bash = messages("clean.jsonl")[7]
+    [line] = kept(bash)["lines"]
+
+    assert meta(bash)["tool_call_id"] == "toolu_01SVMI97Ju2ZABCT3xsZUIlE"
+    assert meta(bash)["is_error"] is False
+    assert line["toolUseResult"]["stdout"] == "error: cannot divide by zero\nexit=1"
+    assert line["uuid"] == "ad89a620-f4c9-4a52-9ddf-8c187364016c"
+    assert (line["cwd"], line["version"], line["gitBranch"]) == (
+        "/home/dev/projects/tinycalc",
+        "2.0.50",
+        "main",
+    )
+
+
+def test_a_user_event_with_results_and_text_gives_the_results_first_then_the_user_row() -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Run it."),
+            response("a1", "u1", "msg_1", tool_use("t1", command="ls")),
+            answer("r1", "a1", {"type": "text", "text": "Also this."}, result("t1", "calc.py")),
+        ]
+    )
+
+    found = read_text(text)
+
+    assert [(m.role, m.content) for m in found[2:]] == [
+        ("tool", "calc.py"),
+        ("user", [{"type": "text", "text": "Also this."}]),
+    ]
+    assert kept(found[2])["lines_at"] == [3]
+    assert kept(found[3]) == {"same_event": True}
+    assert write_native(found, read(parse_lines(text)).conversations[0].metadata) == text + "\n"
+
+
+def test_what_the_cli_sends_as_user_text_is_a_user_row_and_meta_text_is_flagged() -> None:
+    found = messages("clean.jsonl")
+
+    caveat, command, output = found[9:12]
+    assert kept(caveat)["meta"] is True
+    assert str(caveat.content).startswith("Caveat: The messages below were generated")
+    assert "meta" not in kept(command)
+    assert str(command.content).startswith("<command-name>/rename</command-name>")
+    assert str(output.content).startswith("<local-command-stdout>Session renamed")
+
+
+# Reading: bookkeeping, junk, branches, compaction, titles.
+
+
+def test_bookkeeping_is_never_a_message_and_is_kept_in_place_with_its_line_numbers() -> None:
+    found = messages("modern.jsonl")
+    first, edit_result = found[0], found[5]
+
+    assert [line["type"] for line in kept(first)["before"]] == [
+        "attachment",
+        "file-history-snapshot",
+    ]
+    assert kept(first)["before_at"] == [1, 2]
+    assert kept(edit_result)["before_at"] == [11]
+    assert kept(edit_result)["before"][0]["isSnapshotUpdate"] is True
+    assert [line["type"] for line in kept(found[11])["before"]] == ["system", "ai-title"]
+    assert kept(found[-1])["after"][0]["type"] == "last-prompt"
+    assert kept(found[-1])["after_at"] == [24]
+    assert reading("modern.jsonl").entries == 24
+
+
+def test_junk_lines_repeats_and_unknown_types_are_skipped_with_their_reasons() -> None:
+    read_as = reading("junk.jsonl")
+    found = messages("junk.jsonl")
+
+    assert [s.where for s in read_as.skipped] == ["line 6", "line 7", "line 8", "line 9"]
+    reasons = {s.where: s.why for s in read_as.skipped}
+    assert reasons["line 6"] == (
+        "a repeat of line 5 (the same uuid), which Claude Code reads as one event"
+    )
+    assert reasons["line 7"].startswith("is not JSON")
+    assert reasons["line 8"] == (
+        "an event of type 'x-ide-selection-note', which Claude Code does not read"
+    )
+    assert "cut off" in reasons["line 9"]
+    assert read_as.entries == 7
+    assert [m.role for m in found] == ["user", "assistant", "tool", "assistant", "user"]
+    assert calls(found) == results(found) == ["toolu_01y2hxRuvDYTyS03T7PXLjEY"]
+
+
+def test_an_api_error_turn_is_not_sent_back_so_it_is_bookkeeping() -> None:
+    found = messages("junk.jsonl")
+
+    assert not any("API Error" in json.dumps(m.content) for m in found)
+    [error] = kept(found[-1])["after"]
+    assert error["isApiErrorMessage"] is True
+    assert kept(found[3])["before_at"] == [6, 8]
+
+
+def test_objects_that_are_no_event_are_skipped_and_what_is_not_an_object_is_dropped() -> None:
+    text = "\n".join([prompt("u1", None, "Hi."), "[1, 2]", '{"note": "no type"}', "7"])
+
+    read_as = read(parse_lines(text))
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 2", "a list, not a Claude Code event (an object)"),
+        ("line 3", "an object without a type, which Claude Code does not read"),
+        ("line 4", "a number, not a Claude Code event (an object)"),
+    ]
+    [converted] = read_as.conversations
+    assert kept(messages_of(converted)[0])["after"] == [{"note": "no type"}]
+
+
+def test_a_rewound_prompt_leaves_the_old_branch_out_of_the_conversation_and_says_so() -> None:
+    read_as = reading("branched.jsonl")
+    found = messages("branched.jsonl")
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 5", "on a branch the session left when the user re-asked at line 7"),
+        ("line 6", "on a branch the session left when the user re-asked at line 7"),
+    ]
+    assert [m.content for m in found if m.role == "user"] == [
+        "What does calc.py print for `add 2 3`?",
+        "Actually, just tell me what `divide 1 3` prints.",
+    ]
+    assert kept(found[4])["before_at"] == [5, 6]
+    assert len(calls(found)) == 2
+    assert unanswered(found) == []
+    assert read_as.entries == 8
+    assert conversation("branched.jsonl").metadata["claude_code"]["slug"] == (
+        "gentle-hopping-lantern"
+    )
+
+
+def test_a_rewind_after_a_tool_turn_abandons_the_old_turn_and_its_unanswered_call() -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Delete the logs."),
+            response("a1", "u1", "msg_1", tool_use("t1", command="rm -r logs")),
+            prompt("u3", "u1", "No, keep them. Just list them."),
+            response("a3", "u3", "msg_3", {"type": "text", "text": "Listing."}),
+        ]
+    )
+
+    read_as = read(parse_lines(text))
+    [converted] = read_as.conversations
+    found = messages_of(converted)
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 2", "on a branch the session left when the user re-asked at line 3"),
+    ]
+    assert [m.role for m in found] == ["user", "user", "assistant"]
+    assert unanswered(found) == []
+    assert write_native(heal(found), converted.metadata) == text + "\n"
+
+
+def test_a_compacted_session_keeps_its_history_before_the_summary_flagged_as_compacted() -> None:
+    converted = conversation("compacted.jsonl")
+    found = messages_of(converted)
+
+    assert [kept(m).get("compacted", False) for m in found] == [True] * 4 + [False] * 8
+    summary = found[4]
+    assert kept(summary)["compact_summary"] is True
+    assert str(summary.content).startswith("This session is being continued")
+    [boundary] = kept(summary)["before"]
+    assert (boundary["subtype"], boundary["logicalParentUuid"]) == (
+        "compact_boundary",
+        "39da33ba-d69f-4191-95de-ce5d998a71a2",
+    )
+    assert converted.metadata["claude_code"]["compactions"] == 1
+    assert len(calls(found)) == 2
+    assert unanswered(found) == []
+    assert reading("compacted.jsonl").skipped == []
+
+
+def test_the_title_is_the_custom_title_then_the_generated_one_never_another_sessions() -> None:
+    assert conversation("clean.jsonl").title == "divide-by-zero fix"
+    assert conversation("modern.jsonl").title == "Handle divide-by-zero in tinycalc CLI"
+    assert conversation("crashed.jsonl").title == ""
+
+
+def test_a_summary_of_an_event_of_this_file_titles_it() -> None:
+    summary = json.dumps({"type": "summary", "summary": "Listing files", "leafUuid": "a1"})
+    foreign = json.dumps({"type": "summary", "summary": "Elsewhere", "leafUuid": "zz"})
+    text = "\n".join(
+        [
+            foreign,
+            summary,
+            prompt("u1", None, "List."),
+            response("a1", "u1", "msg_1", {"type": "text", "text": "Done."}),
+        ]
+    )
+
+    [converted] = read(parse_lines(text)).conversations
+
+    assert converted.title == "Listing files"
+
+
+def test_the_session_is_described_in_the_conversations_metadata() -> None:
+    assert conversation("clean.jsonl").metadata == {
+        "claude_code": {
+            "sessionId": "e3a71c58-2f94-4d0b-b6c1-7a9e04d2f816",
+            "cwd": "/home/dev/projects/tinycalc",
+            "gitBranch": "main",
+            "versions": ["2.0.50"],
+            "subagents": 0,
+        }
+    }
+    assert "gitBranch" not in conversation("interrupted.jsonl").metadata["claude_code"]
+
+
+# Reading: subagents and the on-disk layout.
+
+
+def test_a_1x_sidechain_is_a_conversation_of_its_own_linked_to_its_task_call() -> None:
+    read_as = reading("sidechain.jsonl")
+    main, subagent = read_as.conversations
+    ours, theirs = messages_of(main), messages_of(subagent)
+
+    assert calls(ours) == results(ours) == ["toolu_015ilNEDRGbcwbmKj32YHgxN"]
+    assert calls(theirs) == results(theirs) == ["toolu_01MdBtrLkFnjFQbGQHa0IOKa"]
+    assert [m.role for m in ours] == ["user", "assistant", "tool", "assistant"]
+    assert str(theirs[0].content).startswith("Search the repository for every call of divide()")
+    assert main.metadata["claude_code"]["subagents"] == 1
+    assert subagent.metadata["claude_code"]["subagent_of"] == {
+        "sessionId": "1f5e9a3c-7b2d-4e6f-a8c0-2d4f6b8a0c3e",
+        "tool_use_id": "toolu_015ilNEDRGbcwbmKj32YHgxN",
+    }
+    assert (main.title, subagent.title) == ("", "")
+    assert kept(ours[2])["before_at"] == [4, 5, 6, 7, 8]
+    assert (read_as.entries, read_as.skipped) == (10, [])
+
+
+def test_a_subagent_is_titled_after_its_session() -> None:
+    title = json.dumps({"type": "custom-title", "customTitle": "divide audit"})
+    text = (CLAUDE / "sidechain.jsonl").read_text() + title + "\n"
+
+    main, subagent = read(parse_lines(text)).conversations
+
+    assert (main.title, subagent.title) == ("divide audit", "divide audit (subagent)")
+
+
+def test_parallel_subagents_of_a_1x_session_are_one_conversation_each() -> None:
+    lines = (CLAUDE / "sidechain.jsonl").read_text().split("\n")
+    second = [
+        line.replace('"uuid":"', '"uuid":"b-').replace('"parentUuid":"', '"parentUuid":"b-')
+        for line in lines[3:8]
+    ]
+
+    main, first, other = read(parse_lines("\n".join(lines[:8] + second + lines[8:]))).conversations
+
+    assert len(messages_of(first)) == len(messages_of(other)) == 4
+    assert main.metadata["claude_code"]["subagents"] == 2
+    assert "tool_use_id" in first.metadata["claude_code"]["subagent_of"]
+    assert "tool_use_id" not in other.metadata["claude_code"]["subagent_of"]
+
+
+def test_the_on_disk_session_reads_its_task_call_and_never_the_progress_copies() -> None:
+    read_as = reading(SESSION)
+    found = messages(SESSION)
+
+    assert [m.role for m in found] == ["user", "assistant", "tool", "assistant"]
+    assert calls(found) == results(found) == ["toolu_01CSey2QYBOhlqMJzntIIAAV"]
+    assert [line["data"]["type"] for line in kept(found[2])["before"]] == ["agent_progress"] * 3
+    assert kept(found[3])["before"][0]["data"]["type"] == "hook_progress"
+    assert not any("Checking the tests." in json.dumps(m.content) for m in found)
+    assert (read_as.entries, read_as.skipped) == (11, [])
+    assert native_name(conversation(SESSION).metadata) == SESSION.name
+
+
+def test_a_subagents_own_file_is_one_subagent_conversation_of_its_session() -> None:
+    converted = conversation(SUBAGENT)
+    space = converted.metadata["claude_code"]
+
+    assert space["agentId"] == "a6c6709"
+    assert space["subagent_of"] == {"sessionId": "9d1f3b5d-7a9c-4e1a-b3c5-8f0a2c4e6a8c"}
+    assert "subagents" not in space
+    assert native_name(converted.metadata) == SUBAGENT.name
+    assert unanswered(messages_of(converted)) == []
+
+
+# Reading: what is refused.
+
+
+@pytest.mark.parametrize(
+    ("line", "problems"),
+    [
+        (
+            answer("r1", "a1", {"type": "tool_result", "content": "x"}),
+            ["line 3: message.content[0].tool_use_id: is missing"],
+        ),
+        (
+            response("a2", "a1", "msg_2", {"type": "tool_use", "input": {}}),
+            [
+                "line 3: message.content[0].id: is missing",
+                "line 3: message.content[0].name: is missing",
+            ],
+        ),
+        (
+            response(
+                "a2", "a1", "msg_2", {"type": "tool_use", "id": "t2", "name": "X", "input": 3}
+            ),
+            ["line 3: message.content[0].input: must be an object, not a number"],
+        ),
+        (
+            response("a2", "a1", "msg_2", {"type": "tool_result", "tool_use_id": "t1"}),
+            ["line 3: message.content[0]: is a tool_result block, which belongs in a user message"],
+        ),
+        (event("user", "u2", "a1", {}), ["line 3: message: is missing"]),
+        (
+            event("user", "u2", "a1", {"message": "hi"}),
+            ["line 3: message: must be an object, not a string"],
+        ),
+        (
+            event("user", "u2", "a1", {"message": {"role": "user"}}),
+            ["line 3: message.content: is missing"],
+        ),
+        (
+            event("user", "u2", "a1", {"message": {"role": "user", "content": 5}}),
+            ["line 3: message.content: must be a string or a list of content blocks, not a number"],
+        ),
+        (
+            prompt("u2", "a1", "a\u0000b"),
+            ["line 3: message.content: holds the character U+0000, which cannot be stored"],
+        ),
+        (
+            prompt("u2", "a1", "x").replace('"uuid":"u2",', ""),
+            ["line 3: uuid: is missing"],
+        ),
+    ],
+)
+def test_what_is_wrong_inside_a_user_or_assistant_event_is_refused_at_its_place(
+    line: str, problems: list[str]
+) -> None:
+    text = "\n".join(
+        [prompt("u1", None, "Go."), response("a1", "u1", "msg_1", tool_use("t1")), line]
+    )
+
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(text))
+
+    assert [str(problem) for problem in caught.value.problems] == problems
+
+
+def test_bookkeeping_that_cannot_be_stored_is_skipped_not_refused() -> None:
+    odd = json.dumps({"type": "last-prompt", "lastPrompt": "a\u0000", "sessionId": "s"})
+
+    read_as = read(parse_lines("\n".join([prompt("u1", None, "Hi."), odd])))
+
+    [skipped] = read_as.skipped
+    assert skipped.where == "line 2"
+    assert "U+0000" in skipped.why
+    assert read_as.entries == 1
+
+
+def test_a_session_with_only_titles_and_snapshots_fits_and_holds_no_conversation() -> None:
+    text = "\n".join((CLAUDE / "clean.jsonl").read_text().split("\n")[:2])
+    source = parse_lines(text)
+
+    assert fits(source)
+    with pytest.raises(InvalidInput) as caught:
+        read(source)
+
+    [problem] = caught.value.problems
+    assert (problem.path, problem.message) == (
+        "file",
+        "holds no conversation: 2 of 2 lines read, none a user or assistant message",
+    )
+
+
+# Detection.
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(CLAUDE)))
+def test_every_claude_code_fixture_is_detected_as_a_claude_code_session(path: Path) -> None:
+    found = detect_source(source_of(path))
+
+    assert found is FORMAT
+    assert found.named == "a Claude Code session"
+    assert (found.provider, found.lines, found.name) == ("anthropic", True, "claude-code")
+
+
+@pytest.mark.parametrize("path", OTHERS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_no_other_formats_fixture_fits(path: Path) -> None:
+    assert not fits(source_of(path))
+
+
+@pytest.mark.parametrize("format", SAMPLES)
+def test_no_provider_sample_fits(format: str) -> None:
+    document = SAMPLES[format]
+    entries = next(document[key] for key in ("messages", "input", "contents") if key in document)
+    as_lines = parse_lines("\n".join(json.dumps(entry) for entry in entries))
+
+    assert not fits(Source(document=document))
+    assert not fits(Source(document=entries))
+    assert not fits(as_lines)
+
+
+def test_the_clis_stream_json_output_is_another_format() -> None:
+    stream = [
+        {"type": "system", "subtype": "init", "session_id": "s", "tools": []},
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+            "session_id": "s",
+        },
+    ]
+
+    assert not fits(parse_lines("\n".join(json.dumps(line) for line in stream)))
+
+
+def test_a_session_sent_as_a_json_array_is_read_event_by_event() -> None:
+    events = lines_of((CLAUDE / "clean.jsonl").read_text())
+
+    source = Source(document=events)
+    read_as = read(source)
+
+    assert detect_source(source) is FORMAT
+    assert (read_as.entries, read_as.unit) == (21, "event")
+    assert len(messages_of(read_as.conversations[0])) == 12
+
+
+# Writing the session back.
+
+
+ROUND_TRIPS = [
+    "clean.jsonl",
+    "modern.jsonl",
+    "branched.jsonl",
+    "compacted.jsonl",
+    "interrupted.jsonl",
+    "sidechain.jsonl",
+    SESSION,
+    SUBAGENT,
+]
+
+
+@pytest.mark.parametrize("name", ROUND_TRIPS, ids=str)
+def test_a_clean_session_is_written_back_line_for_line(name: str | Path) -> None:
+    [converted, *_] = reading(name).conversations
+
+    written = write_native(messages_of(converted), converted.metadata)
+
+    assert written == path_of(name).read_text()
+
+
+def test_writing_keeps_every_object_line_in_place_and_drops_what_is_not_one() -> None:
+    converted = conversation("junk.jsonl")
+    objects = [
+        line for line in (CLAUDE / "junk.jsonl").read_text().split("\n") if line.startswith("{")
+    ]
+    whole = [line for line in objects if line.endswith("}")]
+
+    assert write_native(messages_of(converted), converted.metadata) == "\n".join(whole) + "\n"
+
+
+def test_a_subagent_split_from_its_session_is_written_as_its_own_lines() -> None:
+    _, subagent = reading("sidechain.jsonl").conversations
+    own = (CLAUDE / "sidechain.jsonl").read_text().split("\n")[3:8]
+
+    written = write_native(messages_of(subagent), subagent.metadata)
+
+    assert written == "\n".join(own) + "\n"
+    [again] = read(parse_lines(written)).conversations
+    assert again.metadata["claude_code"]["subagent_of"] == {
+        "sessionId": "1f5e9a3c-7b2d-4e6f-a8c0-2d4f6b8a0c3e"
+    }
+    assert native_name(subagent.metadata) == "agent-af909e5d-4071-4897-b0c2-590ca9bd2fba.jsonl"
+
+
+HEALED_LINE = (
+    '{"parentUuid":"dc3b62a3-31fc-46ea-b935-1e20cbca8157","isSidechain":false,'
+    '"userType":"external","cwd":"/home/dev/projects/weatherbot",'
+    '"sessionId":"8c2d4e6f-1a3b-4c5d-9e7f-0a2b4c6d8e1f","version":"2.0.50","gitBranch":"main",'
+    '"type":"user","message":{"role":"user","content":[{"tool_use_id":'
+    '"toolu_01EtbAGUIKQMprBn2goAQitB","type":"tool_result",'
+    '"content":"Tool call was interrupted; no result.","is_error":true}]},'
+    '"uuid":"b024c385-9a9d-5ca4-9456-b3265165927e","timestamp":"2025-11-07T19:41:16.543Z",'
+    '"toolUseResult":"Error: Tool call was interrupted; no result."}'
+)
+"""The CLI's own result event for crashed.jsonl's call, as the notes verified it resumes."""
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_healed_crashed_session_answers_its_call_in_the_clis_own_event_after_its_turn() -> None:
+    converted = conversation("crashed.jsonl")
+    healed = heal(messages_of(converted))
+
+    written = write_native(healed, converted.metadata).split("\n")
+
+    original = (CLAUDE / "crashed.jsonl").read_text().split("\n")
+    assert written[:9] == original[:9]
+    assert written[9:] == [HEALED_LINE, ""]
+    assert json.loads(HEALED_LINE)["uuid"] == identity(
+        "8c2d4e6f-1a3b-4c5d-9e7f-0a2b4c6d8e1f", "toolu_01EtbAGUIKQMprBn2goAQitB"
+    )
+
+
+def test_a_healed_session_read_again_has_every_call_answered_directly_after_its_turn() -> None:
+    converted = conversation("crashed.jsonl")
+
+    again = read_text(write_native(heal(messages_of(converted)), converted.metadata))
+
+    assert unanswered(again) == []
+    assert healing.analyze(again).findings == ()
+    assert accepted(again)
+    assert again[-1].role == "tool"
+    assert (again[-1].content, meta(again[-1])["is_error"]) == (INTERRUPTED, True)
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_user_turn_appended_in_the_app_is_a_plain_user_event_after_the_placeholder() -> None:
+    converted = conversation("crashed.jsonl")
+    found = messages_of(converted)
+    turn = Message(role="user", content="Try again with a fresh cache.")
+    plan = healing.plan_append(healing.facts_from_messages(found), [turn])
+
+    written = write_native(healing.apply_plan(found, plan), converted.metadata)
+
+    *_, placeholder, typed = lines_of(written)
+    assert placeholder["message"]["content"][0]["tool_use_id"] == "toolu_01EtbAGUIKQMprBn2goAQitB"
+    assert typed == {
+        "parentUuid": placeholder["uuid"],
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/projects/weatherbot",
+        "sessionId": "8c2d4e6f-1a3b-4c5d-9e7f-0a2b4c6d8e1f",
+        "version": "2.0.50",
+        "gitBranch": "main",
+        "type": "user",
+        "message": {"role": "user", "content": "Try again with a fresh cache."},
+        "uuid": identity("8c2d4e6f-1a3b-4c5d-9e7f-0a2b4c6d8e1f", "message 5"),
+        "timestamp": "2025-11-07T19:41:16.544Z",
+    }
+    again = read_text(written)
+    assert accepted(again)
+    assert again[-1].content == "Try again with a fresh cache."
+
+
+def test_a_user_turn_after_the_last_bookkeeping_points_to_the_last_event() -> None:
+    converted = conversation("modern.jsonl")
+    found = messages_of(converted)
+    plan = healing.plan_append(
+        healing.facts_from_messages(found), [Message(role="user", content="Thanks.")]
+    )
+
+    *_, last_prompt, typed = lines_of(
+        write_native(healing.apply_plan(found, plan), converted.metadata)
+    )
+
+    assert last_prompt["type"] == "last-prompt"
+    assert typed["parentUuid"] == "5f0e2e59-0563-4cdf-a948-a9582d2b6732"
+    assert list(typed)[:3] == ["parentUuid", "isSidechain", "type"]
+    assert list(typed)[-5:] == ["entrypoint", "cwd", "sessionId", "version", "gitBranch"]
+    assert "promptId" not in typed
+
+
+def without_line(name: str | Path, number: int) -> str:
+    """The fixture with one result line lost, its next event pointing where the CLI would
+    have pointed it (the line before it)."""
+    lines = path_of(name).read_text().split("\n")
+    lost = json.loads(lines[number - 1])
+    rest = lines[: number - 1] + lines[number:]
+    return "\n".join(rest).replace(
+        f'"parentUuid":"{lost["uuid"]}"', f'"parentUuid":"{lost["parentUuid"]}"'
+    )
+
+
+def parents(text: str) -> dict[str, str | None]:
+    return {line["uuid"]: line.get("parentUuid") for line in lines_of(text) if "uuid" in line}
+
+
+@pytest.mark.rule("MEM-3")
+def test_a_healed_fork_of_parallel_results_is_straightened_as_every_cli_version_resumes() -> None:
+    text = without_line("modern.jsonl", 9)
+    [converted] = read(parse_lines(text)).conversations
+    found = messages_of(converted)
+    assert unanswered(found) == ["toolu_01XtXAQk0JCbLREwJZru0X5p"]
+
+    written = write_native(heal(found), converted.metadata)
+
+    chain = parents(written)
+    line = {u.split("-")[0]: u for u in chain}
+    healed = identity("5b0f3c2e-8d41-4a7b-9e62-1c3d5f7a9b04", "toolu_01XtXAQk0JCbLREwJZru0X5p")
+    # Lines 4-7 (the response), 8 (the answered Read's result), then the new result.
+    assert [chain[line[u]] for u in ("653e6f8a", "a7ebb023", "56234718")] == [
+        line["2d11479c"],
+        line["653e6f8a"],
+        line["a7ebb023"],
+    ]
+    assert chain[line["78a43c16"]] == line["56234718"]
+    assert chain[healed] == line["78a43c16"]
+    assert chain[line["7042b33a"]] == healed
+    new = next(event for event in lines_of(written) if event.get("uuid") == healed)
+    assert new["promptId"] == "5bd21b6a-ec89-47a6-8a0a-c984f71ab247"
+    assert new["sourceToolAssistantUUID"] == line["56234718"]
+    assert list(new)[:4] == ["parentUuid", "isSidechain", "promptId", "type"]
+    assert new["timestamp"] == "2026-04-20T08:14:11.404Z"
+    again = read_text(written)
+    assert unanswered(again) == []
+    assert accepted(again)
+
+
+def test_a_healed_turn_answered_mid_file_points_the_next_event_at_its_new_result() -> None:
+    text = without_line("clean.jsonl", 13)
+    [converted] = read(parse_lines(text)).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    lines = lines_of(written)
+    healed = identity("e3a71c58-2f94-4d0b-b6c1-7a9e04d2f816", "toolu_01PMGmjivxjcfYijHQ09Po6T")
+    at = next(i for i, line in enumerate(lines) if line.get("uuid") == healed)
+    assert lines[at - 1]["uuid"] == "b32b86ba-9d2c-4cb4-b36d-d2f01ebdc8e4"
+    assert lines[at]["parentUuid"] == "b32b86ba-9d2c-4cb4-b36d-d2f01ebdc8e4"
+    assert lines[at + 1]["type"] == "file-history-snapshot"
+    assert lines[at + 2]["parentUuid"] == healed
+    assert lines[at]["timestamp"] == "2025-11-18T15:02:49.605Z"
+    assert accepted(read_text(written))
+
+
+def test_an_event_whose_parent_was_lost_with_the_result_points_at_the_new_result() -> None:
+    lines = (CLAUDE / "clean.jsonl").read_text().split("\n")
+    [converted] = read(parse_lines("\n".join(lines[:12] + lines[13:]))).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    healed = identity("e3a71c58-2f94-4d0b-b6c1-7a9e04d2f816", "toolu_01PMGmjivxjcfYijHQ09Po6T")
+    assert parents(written)["6af651b8-9b00-4db9-9e09-eee03875ccc7"] == healed
+    assert accepted(read_text(written))
+
+
+def test_a_healed_streaming_turn_is_straightened_and_its_continuation_re_pointed() -> None:
+    text = without_line(SUBAGENT, 4)
+    [converted] = read(parse_lines(text)).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    chain = parents(written)
+    by_prefix = {u.split("-")[0]: u for u in chain}
+    healed = identity("9d1f3b5d-7a9c-4e1a-b3c5-8f0a2c4e6a8c", "toolu_01rOIJREelW39Hlc0bPa2cvI")
+    assert chain[by_prefix["15c61d04"]] == by_prefix["1d588e6a"]
+    assert chain[by_prefix["45bb9136"]] == by_prefix["15c61d04"]
+    assert chain[healed] == by_prefix["45bb9136"]
+    assert chain[by_prefix["07438a36"]] == healed
+    new = next(line for line in lines_of(written) if line.get("uuid") == healed)
+    assert (new["isSidechain"], new["agentId"]) == (True, "a6c6709")
+    again = read_text(written)
+    assert unanswered(again) == []
+    assert accepted(again)
+
+
+def test_a_conversation_not_read_from_a_session_is_not_written_as_one() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        write_native([Message(role="user", content="hi")], {"model": "claude-sonnet-4-5"})
+
+    [problem] = caught.value.problems
+    assert "was not read from a Claude Code session" in problem.message
+
+
+def test_the_file_name_is_the_session_id() -> None:
+    assert native_name(conversation("clean.jsonl").metadata) == (
+        "e3a71c58-2f94-4d0b-b6c1-7a9e04d2f816.jsonl"
+    )
+    assert native_name({}) == ""
+
+
+# Any lines: read or refused with InvalidInput, never an exception; what is read writes back.
+
+VALUES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-1, 2)
+    | st.sampled_from(
+        [
+            "",
+            "u1",
+            "u2",
+            "a1",
+            "t1",
+            "msg_1",
+            "user",
+            "assistant",
+            "\u0000",
+            "2025-11-18T15:02:41.530Z",
+        ]
+    )
+)
+KEYS = [
+    "type", "role", "content", "id", "name", "input", "tool_use_id", "is_error", "text",
+    "thinking", "usage", "stop_reason", "model",
+]  # fmt: skip
+TYPES = ["text", "tool_use", "tool_result", "thinking", "image"]
+blocks = st.recursive(
+    VALUES | st.sampled_from(TYPES),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=5)
+    ),
+    max_leaves=12,
+)
+events = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            ["user", "assistant", "system", "progress", "summary", "x-note", "user"]
+        ),
+        "uuid": st.sampled_from(["u1", "u2", "u3", "a1", "a2"]) | VALUES,
+        "parentUuid": st.sampled_from(["u1", "u2", "a1", None]),
+        "isSidechain": st.booleans(),
+        "sessionId": st.just("s1"),
+        "timestamp": st.just("2025-11-18T15:02:41.530Z"),
+    },
+    optional={
+        "message": st.fixed_dictionaries(
+            {"role": VALUES, "content": blocks}, optional={"id": VALUES, "usage": blocks}
+        ),
+        "isMeta": st.booleans(),
+        "isCompactSummary": st.booleans(),
+        "agentId": VALUES,
+        "subtype": st.sampled_from(["compact_boundary", "informational"]),
+        "logicalParentUuid": st.sampled_from(["u1", "a1"]),
+    },
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(events | blocks, max_size=8))
+def test_any_lines_are_read_or_refused_never_an_exception(values: list[Any]) -> None:
+    source = parse_lines("\n".join(json.dumps(v) for v in values))
+
+    fits(source)
+    try:
+        read_as = read(source)
+    except InvalidInput:
+        return
+    for converted in read_as.conversations:
+        found = messages_of(converted)
+        written = write_native(found, converted.metadata)
+        [again, *_] = read(parse_lines(written)).conversations
+        assert len(again.messages) >= 1
+        healed = heal(found)
+        write_native(healed, converted.metadata)
+
+
+FIXTURE_LINES = [path.read_text().rstrip("\n").split("\n") for path in ALL]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_lines_of_a_session_healed_and_written_back_read_again_with_every_call_answered(
+    data: st.DataObject,
+) -> None:
+    lines = data.draw(st.sampled_from(FIXTURE_LINES))
+    kept_lines = data.draw(st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
+    text = "\n".join(line for line, keep in zip(lines, kept_lines, strict=True) if keep)
+    try:
+        read_as = read(parse_lines(text))
+    except InvalidInput:
+        return
+    for converted in read_as.conversations:
+        healed = heal(messages_of(converted))
+        written = write_native(healed, converted.metadata)
+        [again, *_] = read(parse_lines(written)).conversations
+        assert unanswered(messages_of(again)) == []

@@ -1,0 +1,1023 @@
+"""OpenTelemetry GenAI messages (attribute values, upload-hook files, log-event exports)
+read into the stored shape: every call canonical and paired with its response, crashes
+left unanswered, what the stored shape has no place for kept under ``otel``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from buffers.healing import (
+    InvalidInput,
+    Message,
+    analyze,
+    declared_call_ids,
+    parse_messages,
+    result_call_id,
+)
+from buffers.healing.formats import READABLE, Source, detect_source, parse_lines
+from buffers.healing.formats.otel_genai import FORMAT, fits, read, read_messages
+from buffers.healing.formats.source import Entry, Reading, parse_values
+from buffers.healing.messages import json_problem
+
+from .test_formats import ROUND_TRIPS, json_values
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+OWN = FIXTURES / "otel-genai"
+
+
+def source_of(path: Path) -> Source:
+    """A file as ``buffers.transcripts`` reads it: JSONL by its suffix, else one JSON
+    document, or lines when it holds several values."""
+    text = path.read_text()
+    if path.suffix == ".jsonl":
+        return parse_lines(text)
+    try:
+        return Source(document=json.loads(text))
+    except json.JSONDecodeError:
+        return parse_lines(text)
+
+
+def reading(name: str) -> Reading:
+    return read(source_of(OWN / name))
+
+
+def messages_of(found: Reading, index: int = 0) -> list[Message]:
+    return parse_messages(found.conversations[index].messages, json_checked=True)
+
+
+def pairs(messages: list[Message]) -> tuple[list[str], list[str | None]]:
+    """Every declared call id, and every result's id, in order."""
+    return (
+        [cid for m in messages for cid in declared_call_ids(m)],
+        [result_call_id(m) for m in messages if m.role == "tool"],
+    )
+
+
+def unanswered(messages: list[Message]) -> list[str]:
+    return [call.tool_call_id for call in analyze(messages).unanswered]
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"type": "text", "content": content}
+
+
+def call(call_id: str | None, name: str = "get_weather", **arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}
+
+
+def response(call_id: str | None, value: object = "ok") -> dict[str, Any]:
+    return {"type": "tool_call_response", "id": call_id, "response": value}
+
+
+def message(role: str, *parts: dict[str, Any], **keys: Any) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts), **keys}
+
+
+def problems(document: object) -> list[str]:
+    with pytest.raises(InvalidInput) as caught:
+        read(Source(document=document))
+    return [str(problem) for problem in caught.value.problems]
+
+
+# The fixtures.
+
+
+@pytest.mark.rule("MEM-11")
+def test_a_bare_input_list_reads_every_part_with_each_call_paired_with_its_response() -> None:
+    found = reading("input-messages.json")
+    rows = found.conversations[0].messages
+    messages = messages_of(found)
+
+    assert [m.role for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    declared, answered = pairs(messages)
+    assert declared == answered
+    assert analyze(messages).findings == ()
+    assert (found.entries, found.unit, found.skipped) == (10, "message", [])
+    assert found.conversations[0].metadata == {"otel": {"shape": "list"}}
+    assert found.conversations[0].title == ""
+    # Reasoning is kept in the namespace, in its place before the call.
+    assert rows[2]["content"] is None
+    assert rows[2]["metadata"]["otel"]["layout"] == [
+        {"type": "reasoning", "content": "Start by running the failing test to see the error."},
+        "call",
+    ]
+    assert rows[2]["metadata"]["tool_calls"][0]["function"] == {
+        "name": "run_tests",
+        "arguments": '{"path":"tests/test_ops.py","keyword":"test_divide"}',
+    }
+    # Arguments written as a string stay that string; an object response stays an object.
+    edit = rows[7]["metadata"]["tool_calls"][0]
+    assert edit["function"]["arguments"].startswith('{"path": "calc/ops.py", "old"')
+    assert edit["otel"] == {"arguments_kind": "string"}
+    assert rows[8]["content"] == {"ok": True, "path": "calc/ops.py", "lines_changed": 2}
+    assert rows[4]["content"] == (
+        "The divide helper does not guard against a zero divisor. Let me read it and its test."
+    )
+
+
+def test_an_input_output_object_gives_instructions_history_then_the_crashed_output() -> None:
+    found = reading("input-output.json")
+    rows = found.conversations[0].messages
+    messages = messages_of(found)
+
+    assert rows[0] == {
+        "role": "system",
+        "content": "You are Skye, a travel assistant. Answer with concrete numbers and always "
+        "check the forecast tool before giving weather advice.",
+        "metadata": {"otel": {"system_instructions": True}},
+    }
+    assert [m.role for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert unanswered(messages) == [
+        "toolu_01PzK4sWd9NbE6tRy2QmHcVu",
+        "toolu_01Lh7GmXa5TvC3jWq8PnRbEs",
+    ]
+    assert rows[-1]["metadata"]["facts"] == {"finish_reason": "tool_call"}
+    assert rows[-1]["metadata"]["otel"]["layout"][1:] == ["call", "call"]
+    assert found.conversations[0].metadata == {"otel": {"shape": "input-output"}}
+
+
+@pytest.mark.rule("MEM-11")
+def test_the_upload_hooks_inputs_then_outputs_read_as_one_conversation() -> None:
+    found = reading("pair.jsonl")
+    rows = found.conversations[0].messages
+
+    assert [(r["role"], r["content"]) for r in rows][::3] == [
+        ("user", "What's the UV index in Sydney right now, and should I wear sunscreen?"),
+        (
+            "assistant",
+            "The UV index in Sydney is 9 (very high). Yes: wear SPF 30+ sunscreen, a hat and "
+            "sunglasses, and seek shade around midday.",
+        ),
+    ]
+    # Gemini-origin: the made-up id pairs, and the response in a user message is a tool row.
+    assert pairs(messages_of(found)) == (["get_uv_index_0"], ["get_uv_index_0"])
+    assert rows[2]["metadata"] == {"tool_call_id": "get_uv_index_0", "otel": {"role": "user"}}
+    assert rows[2]["content"]["uv_index"] == 9
+    assert rows[3]["metadata"] == {"facts": {"finish_reason": "stop"}}
+    assert found.conversations[0].metadata == {"otel": {"shape": "lists"}}
+    assert (found.entries, found.unit) == (4, "message")
+
+
+def test_the_upload_hooks_message_per_line_jsonl_reads_in_file_order_without_its_index() -> None:
+    per_line = reading("upload-inputs.jsonl").conversations[0]
+    lists = reading("pair.jsonl").conversations[0]
+
+    assert per_line.messages == lists.messages[:3]
+    assert per_line.metadata == {"otel": {"shape": "messages"}}
+
+
+def test_a_pydantic_ai_run_that_crashed_leaves_its_last_call_unanswered() -> None:
+    found = reading("crashed.json")
+    rows = found.conversations[0].messages
+    messages = messages_of(found)
+
+    assert unanswered(messages) == ["call_Ja7Ne1VrHc4LpX9qDm2WsT5B"]
+    assert [f.kind for f in analyze(messages).findings] == ["unanswered_call"]
+    assert rows[2]["metadata"]["otel"]["layout"] == [
+        {"type": "thinking", "content": "I need the current version first."},
+        "call",
+    ]
+    assert rows[3] == {
+        "role": "tool",
+        "content": "0.9.1",
+        "metadata": {
+            "tool_call_id": "call_Rk2Pq8WmZ4xNc7VbLt1sHy0E",
+            "otel": {"key": "result", "part": {"name": "read_version"}, "role": "user"},
+        },
+    }
+    assert rows[-1]["metadata"]["tool_calls"] == [
+        {
+            "id": "call_Ja7Ne1VrHc4LpX9qDm2WsT5B",
+            "type": "function",
+            "function": {
+                "name": "git_tag",
+                "arguments": '{"tag": "v0.9.2", "message": "Release 0.9.2"}',
+            },
+            "otel": {"arguments_kind": "string"},
+        }
+    ]
+    assert rows[-1]["metadata"]["facts"] == {"finish_reason": "tool_call"}
+
+
+def test_an_otlp_log_export_reads_the_last_calls_history_and_its_choice() -> None:
+    found = reading("log-events.jsonl")
+    [conversation] = found.conversations
+    rows = conversation.messages
+    messages = messages_of(found)
+
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert unanswered(messages) == ["call_Tb4Gx8Jd1WmQs7KyPf0RnVhE"]
+    assert pairs(messages)[1] == ["call_LkY2w9Hq0RtVz3BsNe6MpXcA"]
+    assert rows[-1]["content"] == (
+        "The order was delivered on 11 March; I'm issuing a full refund of €89.00 now."
+    )
+    assert rows[-1]["metadata"]["facts"] == {
+        "finish_reason": "tool_calls",
+        "time": "2026-03-14T09:01:03.700000Z",
+    }
+    assert conversation.metadata["otel"] == {
+        "shape": "log-events",
+        "calls": 2,
+        "trace_id": "5b8efff798038103d269b633813fc60c",
+        "span_id": "c7d2e8f41b3a9056",
+        "resource": {
+            "telemetry.sdk.language": "python",
+            "telemetry.sdk.name": "opentelemetry",
+            "telemetry.sdk.version": "1.36.0",
+            "service.name": "support-agent",
+            "deployment.environment": "staging",
+        },
+        "scope": {"name": "opentelemetry.instrumentation.openai_v2", "version": "2.1b0"},
+        "attributes": {"gen_ai.system": "openai"},
+    }
+    assert (found.entries, found.unit, found.skipped) == (8, "event", [])
+
+
+def test_console_exporter_records_read_once_split_into_values() -> None:
+    path = OWN / "log-events-console.json"
+    split = parse_values(path.read_text())
+
+    assert [entry.where for entry in split.entries() or []] == ["line 1", "line 28", "line 55"]
+    found = read(split)
+    messages = messages_of(found)
+    assert [m.role for m in messages] == ["system", "user", "assistant"]
+    assert unanswered(messages) == ["call_LkY2w9Hq0RtVz3BsNe6MpXcA"]
+    assert found.conversations[0].messages[-1]["metadata"]["facts"]["time"] == (
+        "2026-03-14T09:01:01.962000Z"
+    )
+    # As a .json file is read today, every line of it is "not JSON": it does not fit.
+    assert not fits(source_of(path))
+
+
+def test_a_console_record_cut_off_is_set_aside_and_the_rest_read() -> None:
+    text = (OWN / "log-events-console.json").read_text()
+    split = parse_values(text[: text.rindex('"event_name"')])
+
+    assert [s.where for s in split.unreadable] == ["line 55"]
+    assert len(read(split).conversations[0].messages) == 2
+
+
+# Pairing.
+
+
+@pytest.mark.rule("MEM-11")
+def test_ids_gemini_makes_up_again_each_turn_are_made_unique_and_pair_in_order() -> None:
+    document = [
+        message("user", text("Weather in Paris, then Rome?")),
+        message("assistant", call("get_weather_0", city="Paris")),
+        message("user", response("get_weather_0", {"temp": 14})),
+        message("assistant", call("get_weather_0", city="Rome")),
+        message("user", response("get_weather_0", {"temp": 9})),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+    messages = parse_messages(rows)
+
+    assert pairs(messages) == (
+        ["get_weather_0", "get_weather_0#2"],
+        ["get_weather_0", "get_weather_0#2"],
+    )
+    assert [m.content for m in messages if m.role == "tool"] == [{"temp": 14}, {"temp": 9}]
+    assert rows[3]["metadata"]["tool_calls"][0]["otel"] == {"id": "get_weather_0"}
+    assert rows[4]["metadata"]["otel"] == {"id": "get_weather_0", "role": "user"}
+    assert analyze(messages).findings == ()
+
+
+@pytest.mark.rule("MEM-11")
+def test_a_response_answers_the_call_before_it_not_an_older_one_left_unanswered() -> None:
+    document = [
+        message("assistant", call("get_weather_0", city="Paris")),
+        message("user", text("never mind, try Rome")),
+        message("assistant", call("get_weather_0", city="Rome")),
+        message("user", response("get_weather_0", {"temp": 9})),
+    ]
+    messages = parse_messages(read(Source(document=document)).conversations[0].messages)
+
+    assert pairs(messages)[1] == ["get_weather_0#2"]
+    assert unanswered(messages) == ["get_weather_0"]
+
+
+@pytest.mark.rule("MEM-11")
+def test_parallel_responses_to_one_turn_pair_with_its_calls_in_order() -> None:
+    document = [
+        message("assistant", call("get_weather_0", city="Paris"), call("get_time_1", tz="CET")),
+        message("user", response("get_time_1", "10:00"), response("get_weather_0", "14C")),
+    ]
+    messages = parse_messages(read(Source(document=document)).conversations[0].messages)
+
+    assert pairs(messages) == (["get_weather_0", "get_time_1"], ["get_time_1", "get_weather_0"])
+
+
+@pytest.mark.rule("MEM-11")
+def test_calls_and_responses_without_ids_pair_by_position() -> None:
+    document = [
+        message("user", text("Paris and Rome?")),
+        message("assistant", call(None, city="Paris"), {**call("", city="Rome")}),
+        message("tool", response(None, "14C"), response(None, "9C")),
+        message("assistant", call(None, city="Oslo")),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+    messages = parse_messages(rows)
+
+    assert pairs(messages) == (["otel-1-0", "otel-1-1", "otel-3-0"], ["otel-1-0", "otel-1-1"])
+    assert [m.content for m in messages if m.role == "tool"] == ["14C", "9C"]
+    assert unanswered(messages) == ["otel-3-0"]
+    calls = rows[1]["metadata"]["tool_calls"]
+    assert [c["otel"] for c in calls] == [{"synthetic_id": True}, {"synthetic_id": True, "id": ""}]
+    assert rows[2]["metadata"]["otel"] == {"synthetic_id": True}
+
+
+def test_a_response_for_no_declared_call_is_kept_for_the_analysis_to_report() -> None:
+    document = [message("user", text("hi")), message("tool", response("call_9", "late"))]
+    messages = parse_messages(read(Source(document=document)).conversations[0].messages)
+
+    assert pairs(messages) == ([], ["call_9"])
+    assert [f.kind for f in analyze(messages).findings] == ["orphan_result"]
+
+
+# Parts and roles.
+
+
+def test_a_response_in_a_user_message_comes_before_that_users_text() -> None:
+    document = [
+        message("assistant", call("c1", city="Paris")),
+        message("user", text("here you go"), response("c1", "14C")),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert [(r["role"], r["content"]) for r in rows[1:]] == [
+        ("tool", "14C"),
+        ("user", "here you go"),
+    ]
+
+
+def test_roles_outside_the_four_are_read_as_what_the_message_does_and_kept() -> None:
+    document = [
+        message("developer", text("Be brief.")),
+        message("", text("Hi")),
+        message("", call("c1")),
+        message("", response("c1")),
+        message("model", text("Done.")),
+        message("critic", text("Too long.")),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert [(r["role"], r["metadata"].get("otel", {}).get("role")) for r in rows] == [
+        ("system", "developer"),
+        ("user", ""),
+        ("assistant", ""),
+        ("tool", ""),
+        ("assistant", "model"),
+        ("user", "critic"),
+    ]
+
+
+def test_a_tool_messages_text_is_a_user_row_and_an_empty_message_has_no_content() -> None:
+    document = [message("tool", text("stdout was empty")), message("assistant")]
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert rows == [
+        {"role": "user", "content": "stdout was empty", "metadata": {"otel": {"role": "tool"}}},
+        {"role": "assistant", "content": None, "metadata": {}},
+    ]
+
+
+def test_media_and_unknown_parts_are_content_parts_as_they_are() -> None:
+    blob = {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBO"}
+    uri = {"type": "uri", "modality": "video", "uri": "gs://b/clip.mp4"}
+    refusal = {"type": "refusal", "content": "I can't help with that."}
+    document = [
+        message("user", text("What is in these?"), blob, uri),
+        message("assistant", refusal),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert rows[0]["content"] == [{"type": "text", "text": "What is in these?"}, blob, uri]
+    assert rows[1]["content"] == [refusal]
+
+
+def test_provider_side_tools_are_kept_in_place_and_declare_no_call() -> None:
+    server_call = {
+        "type": "server_tool_call",
+        "id": "ci_1",
+        "name": "code_interpreter",
+        "server_tool_call": {"type": "code_interpreter", "code": "print(1)"},
+    }
+    server_response = {
+        "type": "server_tool_call_response",
+        "id": "ci_1",
+        "server_tool_call_response": {"type": "code_interpreter", "outputs": []},
+    }
+    builtin = {**call("ws_1", "web_search", query="otel"), "builtin": True}
+    document = [
+        message("user", text("Compute and search")),
+        message("assistant", server_call, server_response, builtin, text("1, and found it.")),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+    messages = parse_messages(rows)
+
+    assert pairs(messages) == ([], [])
+    assert unanswered(messages) == []
+    assert rows[1]["content"] == "1, and found it."
+    assert rows[1]["metadata"]["otel"]["layout"] == [
+        server_call,
+        server_response,
+        builtin,
+        "content",
+    ]
+
+
+def test_arguments_of_every_kind_become_json_text_and_their_kind_is_kept() -> None:
+    document = [
+        message(
+            "assistant",
+            {"type": "tool_call", "id": "a", "name": "f", "arguments": {"x": "é"}},
+            {"type": "tool_call", "id": "b", "name": "f", "arguments": '{"x": 1}'},
+            {"type": "tool_call", "id": "c", "name": "f"},
+            {"type": "tool_call", "id": "d", "name": "f", "arguments": [1, 2]},
+            {"type": "tool_call", "id": "e", "name": "f", "arguments": None, "code": "py"},
+        )
+    ]
+    calls = read(Source(document=document)).conversations[0].messages[0]["metadata"]["tool_calls"]
+
+    assert [(c["function"]["arguments"], c.get("otel")) for c in calls] == [
+        ('{"x":"é"}', None),
+        ('{"x": 1}', {"arguments_kind": "string"}),
+        ("{}", {"arguments_kind": "absent"}),
+        ("[1,2]", {"arguments_kind": "json"}),
+        ("{}", {"arguments_kind": "absent", "part": {"code": "py"}}),
+    ]
+
+
+def test_a_response_value_is_content_as_it_is_and_a_missing_one_is_marked() -> None:
+    document = [
+        message("assistant", call("a"), call("b"), call("c"), call("d")),
+        message(
+            "tool",
+            response("a", [{"text": "block"}]),
+            response("b", 42),
+            response("c", None),
+            {"type": "tool_call_response", "id": "d"},
+        ),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages[1:]
+
+    assert [(r["content"], r["metadata"].get("otel")) for r in rows] == [
+        ([{"text": "block"}], None),
+        ("42", None),
+        (None, None),
+        (None, {"no_response": True}),
+    ]
+
+
+def test_message_keys_go_to_facts_name_and_the_namespace() -> None:
+    document = [
+        message("user", text("hi"), name="alice", index=0),
+        message(
+            "assistant",
+            text("hello"),
+            finish_reason="stop",
+            content_filter_results={"hate": {"filtered": False}},
+        ),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert rows[0]["metadata"] == {"name": "alice"}
+    assert rows[1]["metadata"] == {
+        "facts": {"finish_reason": "stop"},
+        "otel": {"message": {"content_filter_results": {"hate": {"filtered": False}}}},
+    }
+
+
+def test_system_instructions_of_several_parts_are_one_system_row_of_parts() -> None:
+    document = {
+        "system_instructions": [text("You translate."), text("Into French.")],
+        "input": [message("user", text("Hello"))],
+    }
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert rows[0] == {
+        "role": "system",
+        "content": [
+            {"type": "text", "text": "You translate."},
+            {"type": "text", "text": "Into French."},
+        ],
+        "metadata": {"otel": {"system_instructions": True}},
+    }
+
+
+# Document shapes.
+
+
+def test_attribute_names_with_json_text_values_read_as_on_a_python_span() -> None:
+    document = {
+        "gen_ai.system_instructions": json.dumps([text("Be brief.")]),
+        "gen_ai.input.messages": json.dumps([message("user", text("Refund A-10442"))]),
+        "gen_ai.output.messages": json.dumps(
+            [message("assistant", call("call_Lk", "lookup_order"), finish_reason="tool_call")]
+        ),
+        "gen_ai.request.model": "gpt-4o-mini",
+    }
+    found = read(Source(document=document))
+    messages = messages_of(found)
+
+    assert [m.role for m in messages] == ["system", "user", "assistant"]
+    assert unanswered(messages) == ["call_Lk"]
+    assert found.conversations[0].metadata == {
+        "otel": {
+            "shape": "input-output",
+            "keys": "attributes",
+            "fields": {"gen_ai.request.model": "gpt-4o-mini"},
+        }
+    }
+
+
+def test_other_choices_are_kept_on_the_first_outputs_row() -> None:
+    second = message("assistant", text("Bonjour !"), finish_reason="stop")
+    document = {
+        "input": [message("user", text("Say hi in French"))],
+        "output": [message("assistant", text("Salut !"), finish_reason="stop"), second],
+    }
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert [r["content"] for r in rows] == ["Say hi in French", "Salut !"]
+    assert rows[1]["metadata"]["otel"] == {"other_outputs": [second]}
+
+
+def test_a_history_sent_again_by_the_next_call_is_read_once() -> None:
+    first_input = [message("user", text("Weather in Paris?"))]
+    first_output = [message("assistant", call("c1", city="Paris"), finish_reason="tool_call")]
+    second_input = [*first_input, *first_output, message("tool", response("c1", "14C"))]
+    second_output = [message("assistant", text("14C in Paris."), finish_reason="stop")]
+    lines = "\n".join(
+        json.dumps(v) for v in (first_input, first_output, second_input, second_output)
+    )
+    found = read(parse_lines(lines))
+    messages = messages_of(found)
+
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert pairs(messages) == (["c1"], ["c1"])
+    assert found.conversations[0].metadata == {"otel": {"shape": "lists", "resent": 2}}
+    assert found.entries == 4
+
+
+def test_a_json_array_of_an_input_and_an_output_list_reads_like_the_jsonl_pair() -> None:
+    lines = [json.loads(line) for line in (OWN / "pair.jsonl").read_text().splitlines()]
+
+    found = read(Source(document=lines))
+
+    assert found.conversations[0].messages == reading("pair.jsonl").conversations[0].messages
+
+
+def test_a_line_that_is_not_json_is_skipped_and_reported() -> None:
+    text_of_file = (OWN / "pair.jsonl").read_text() + '[{"role":"assistant","parts":[\n'
+    found = read(parse_lines(text_of_file))
+
+    assert len(found.conversations[0].messages) == 4
+    assert [s.where for s in found.skipped] == ["line 3"]
+    assert "cut off" in found.skipped[0].why
+
+
+def test_read_messages_reads_a_spans_three_values_for_the_live_ingest() -> None:
+    rows = read_messages(
+        json.dumps([message("user", text("Refund A-10442"))]),
+        [message("assistant", call("call_Lk", "lookup_order", order_id="A-10442"))],
+        [text("You are the support agent.")],
+    )
+
+    assert [r["role"] for r in rows] == ["system", "user", "assistant"]
+    assert rows[2]["metadata"]["tool_calls"][0]["function"]["arguments"] == '{"order_id":"A-10442"}'
+    with pytest.raises(InvalidInput) as caught:
+        read_messages([message("assistant", {"type": "tool_call"})], where="span 5f0c: ")
+    assert [str(p) for p in caught.value.problems] == [
+        "span 5f0c: gen_ai.input.messages[0].parts[0].name: is missing"
+    ]
+
+
+# Errors, with their place.
+
+
+def test_what_is_wrong_inside_a_message_is_refused_at_its_place() -> None:
+    document = [
+        message("user", text("hi")),
+        message("assistant", {"type": "tool_call", "id": "c1"}),
+        message("tool", {"type": "tool_call_response", "id": {"no": 1}, "response": "x"}),
+        message("user", text("nul \u0000 here")),
+    ]
+
+    assert problems(document) == [
+        "[1].parts[0].name: is missing",
+        "[2].parts[0].id: must be a string (or an integer), not an object",
+        "[3].parts[0].content: holds the character U+0000, which cannot be stored",
+    ]
+
+
+def test_errors_in_a_jsonl_name_the_line_then_the_place() -> None:
+    lines = "\n".join(
+        [
+            json.dumps([message("user", text("hi"))]),
+            json.dumps([message("assistant", {"type": "tool_call", "id": "c1", "name": 7})]),
+        ]
+    )
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(lines))
+
+    assert [str(p) for p in caught.value.problems] == [
+        "line 2: [0].parts[0].name: must be a string, not a number"
+    ]
+
+
+def test_json_text_that_is_not_json_is_refused_at_its_attribute() -> None:
+    document = {"gen_ai.input.messages": '[{"role": '}
+
+    assert problems(document) == [
+        "gen_ai.input.messages: is not JSON text: Expecting value (column 11)"
+    ]
+
+
+def test_a_document_with_no_message_holds_no_conversation() -> None:
+    assert problems({"output": []}) == [
+        "file: holds no conversation: no OpenTelemetry GenAI message in it"
+    ]
+
+
+# Log exports.
+
+
+def _value(value: object) -> dict[str, Any]:
+    """A JSON value as OTLP's AnyValue."""
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
+    assert isinstance(value, dict)
+    return {"kvlistValue": {"values": [{"key": k, "value": _value(v)} for k, v in value.items()]}}
+
+
+def _record(
+    name: str | None,
+    body: object = None,
+    *,
+    span: str = "a1",
+    trace: str = "t1",
+    attributes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"timeUnixNano": "1773478861120000000", "traceId": trace}
+    if name:
+        record["eventName"] = name
+    if body is not None:
+        record["body"] = _value(body)
+    record["attributes"] = [{"key": k, "value": _value(v)} for k, v in (attributes or {}).items()]
+    record["spanId"] = span
+    return record
+
+
+def _export(*records: dict[str, Any]) -> str:
+    scope = {"scope": {"name": "test"}, "logRecords": list(records)}
+    return json.dumps({"resourceLogs": [{"resource": {"attributes": []}, "scopeLogs": [scope]}]})
+
+
+def test_records_flattened_one_per_line_read_like_the_otlp_export() -> None:
+    flattened = []
+    for line in (OWN / "log-events.jsonl").read_text().splitlines():
+        [resource_logs] = json.loads(line)["resourceLogs"]
+        [scope_logs] = resource_logs["scopeLogs"]
+        for record in scope_logs["logRecords"]:
+            extra = {"resource": resource_logs["resource"], "scope": scope_logs["scope"]}
+            flattened.append(json.dumps({**record, **extra}))
+    found = read(parse_lines("\n".join(flattened)))
+
+    assert fits(parse_lines("\n".join(flattened)))
+    assert found.conversations == reading("log-events.jsonl").conversations
+    assert found.skipped == []
+
+
+def test_a_jsonl_of_input_output_objects_reads_each_call_once() -> None:
+    instructions = [text("Be brief.")]
+    first = {
+        "system_instructions": instructions,
+        "input": [message("user", text("Weather in Paris?"))],
+        "output": [message("assistant", call("c1", city="Paris"))],
+    }
+    second = {
+        "system_instructions": instructions,
+        "input": [*first["input"], *first["output"], message("tool", response("c1", "14C"))],
+        "output": [message("assistant", text("14C."))],
+    }
+    found = read(parse_lines(f"{json.dumps(first)}\n{json.dumps(second)}"))
+
+    assert [r["role"] for r in found.conversations[0].messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert found.conversations[0].metadata == {"otel": {"shape": "input-output", "resent": 2}}
+
+
+def test_a_log_export_without_genai_events_is_refused_in_one_sentence() -> None:
+    http = _record(None, "GET /health 200", attributes={"http.route": "/health"})
+    lines = "\n".join(_export(http, http) for _ in range(40))
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(lines))
+
+    [problem] = caught.value.problems
+    assert problem.path == "file"
+    assert problem.message.startswith("is an OpenTelemetry log export, but none of its records")
+
+
+def test_genai_events_without_content_are_refused_the_same_way() -> None:
+    choice = _record("gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {}})
+
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(_export(_record("gen_ai.user.message", {}), choice)))
+    [problem] = caught.value.problems
+    assert "none of its records is a GenAI message event" in problem.message
+
+
+def test_a_trace_export_is_refused_saying_what_to_import_instead() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(json.dumps({"resourceSpans": [{"scopeSpans": []}]})))
+
+    [problem] = caught.value.problems
+    assert problem.message.startswith("is an OpenTelemetry trace export (resourceSpans)")
+
+
+def test_records_that_are_not_genai_events_are_skipped_and_named() -> None:
+    lines = "\n".join(
+        [
+            _export(
+                _record("gen_ai.user.message", {"content": "Hi"}),
+                _record(None, "GET /health 200"),
+                _record("gen_ai.choice", {"index": 0, "message": {"content": "Hello!"}}),
+            ),
+            json.dumps({"resourceSpans": []}),
+            "not json",
+        ]
+    )
+    found = read(parse_lines(lines))
+
+    assert [(r["role"], r["content"]) for r in found.conversations[0].messages] == [
+        ("user", "Hi"),
+        ("assistant", "Hello!"),
+    ]
+    assert [(s.where, s.why) for s in found.skipped] == [
+        ("line 3", "is not JSON: Expecting value"),
+        (
+            "line 1: resourceLogs[0].scopeLogs[0].logRecords[1]",
+            "is a log record without an event name, not a GenAI message event",
+        ),
+        ("line 2", found.skipped[2].why),
+    ]
+    assert found.skipped[2].why.startswith("an OpenTelemetry trace export")
+    assert (found.entries, found.unit) == (2, "event")
+
+
+def test_each_trace_of_a_log_export_is_a_conversation_of_its_own() -> None:
+    lines = _export(
+        _record("gen_ai.user.message", {"content": "Hi"}, trace="t1"),
+        _record("gen_ai.user.message", {"content": "Hola"}, trace="t2", span="b1"),
+        _record("gen_ai.choice", {"index": 0, "message": {"content": "Hello!"}}, trace="t1"),
+    )
+    found = read(parse_lines(lines))
+
+    assert [[r["content"] for r in c.messages] for c in found.conversations] == [
+        ["Hi", "Hello!"],
+        ["Hola"],
+    ]
+    assert [c.metadata["otel"]["trace_id"] for c in found.conversations] == ["t1", "t2"]
+
+
+def test_an_operation_details_event_reads_its_three_attributes_with_their_facts() -> None:
+    details = _record(
+        "gen_ai.client.inference.operation.details",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.response.model": "gemini-2.5-flash",
+            "gen_ai.usage.input_tokens": 212,
+            "gen_ai.usage.output_tokens": 19,
+            "gen_ai.system_instructions": [text("Be brief.")],
+            "gen_ai.input.messages": [message("user", text("UV in Sydney?"))],
+            "gen_ai.output.messages": [
+                message("assistant", call("get_uv_index_0", "get_uv_index"), finish_reason="stop")
+            ],
+        },
+    )
+    found = read(parse_lines(_export(details)))
+    rows = found.conversations[0].messages
+
+    assert [r["role"] for r in rows] == ["system", "user", "assistant"]
+    assert unanswered(messages_of(found)) == ["get_uv_index_0"]
+    assert rows[2]["metadata"]["facts"] == {
+        "finish_reason": "stop",
+        "time": "2026-03-14T09:01:01.120000Z",
+        "model": "gemini-2.5-flash",
+        "usage": {"input": 212, "output": 19},
+    }
+    assert found.conversations[0].metadata["otel"]["shape"] == "log-details"
+    assert found.conversations[0].metadata["otel"]["attributes"] == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.response.model": "gemini-2.5-flash",
+        "gen_ai.usage.input_tokens": 212,
+        "gen_ai.usage.output_tokens": 19,
+    }
+
+
+def test_what_is_wrong_inside_an_event_is_refused_at_its_place_in_the_record() -> None:
+    choice = _record(
+        "gen_ai.choice",
+        {"index": 0, "message": {"tool_calls": [{"id": "c1", "function": {"arguments": "{}"}}]}},
+    )
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(_export(_record("gen_ai.user.message", {"content": "Hi"}), choice)))
+
+    assert [str(p) for p in caught.value.problems] == [
+        "line 1: resourceLogs[0].scopeLogs[0].logRecords[1].body.message.tool_calls[0]"
+        ".function.name: is missing"
+    ]
+
+
+def test_vertexai_calls_beside_the_choices_message_are_read_too() -> None:
+    choice = _record(
+        "gen_ai.choice",
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "model"},
+            "tool_calls": [
+                {
+                    "id": "get_weather_0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                }
+            ],
+        },
+    )
+    found = read(
+        parse_lines(_export(_record("gen_ai.user.message", {"content": "Paris?"}), choice))
+    )
+    rows = found.conversations[0].messages
+
+    assert rows[1]["role"] == "assistant"
+    assert rows[1]["metadata"]["tool_calls"][0]["function"]["arguments"] == '{"city":"Paris"}'
+    assert rows[1]["metadata"]["otel"]["role"] == "model"
+
+
+# The signature.
+
+
+def _other_fixtures() -> list[Path]:
+    return sorted(p for p in FIXTURES.glob("*/*") if p.is_file() and p.parent != OWN)
+
+
+@pytest.mark.parametrize("path", _other_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_other_formats_fixture_fits(path: Path) -> None:
+    assert not fits(source_of(path))
+
+
+@pytest.mark.parametrize(("format", "document"), ROUND_TRIPS)
+def test_no_provider_document_fits(format: str, document: object) -> None:
+    assert not fits(Source(document=document))
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [{"role": "user", "parts": [{"text": "Gemini has no part type"}]}],
+        [{"role": "model", "parts": [{"type": "text", "functionCall": {"name": "f"}}]}],
+        [{"role": "user", "parts": []}],
+        {"input": []},
+        {"input": [{"type": "message", "role": "user", "content": "hi"}]},
+        {"input": '[{"role": "user", "parts": []}]'},
+        {"contents": [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]},
+        {"messages": [{"role": "user", "content": "hi"}]},
+        [{"role": "user", "content": "hi"}],
+    ],
+)
+def test_lookalikes_of_other_formats_do_not_fit(document: object) -> None:
+    assert not fits(Source(document=document))
+
+
+@pytest.mark.parametrize("path", sorted(OWN.glob("*")), ids=lambda p: p.name)
+def test_every_fixture_is_detected_as_this_format_alone(path: Path) -> None:
+    source = source_of(path) if path.name != "log-events-console.json" else None
+    source = source or parse_values(path.read_text())
+
+    assert fits(source)
+    assert detect_source(source) is FORMAT
+    assert READABLE["otel-genai"] is FORMAT
+
+
+def test_the_format_names_itself_for_people() -> None:
+    assert (FORMAT.name, FORMAT.label, FORMAT.named, FORMAT.provider, FORMAT.lines) == (
+        "otel-genai",
+        "OpenTelemetry GenAI messages",
+        "OpenTelemetry GenAI messages",
+        "openai-chat",
+        True,
+    )
+
+
+# Any JSON.
+
+OTEL_KEYS = [
+    "role", "parts", "type", "id", "name", "arguments", "response", "result", "content",
+    "finish_reason", "builtin", "input", "output", "system_instructions",
+    "gen_ai.input.messages", "resourceLogs", "scopeLogs", "logRecords", "body", "eventName",
+    "event_name", "attributes", "traceId", "spanId", "timeUnixNano", "message", "tool_calls",
+    "function", "index", "kvlistValue", "stringValue", "values", "key", "value",
+]  # fmt: skip
+OTEL_WORDS = [
+    "user", "assistant", "tool", "system", "developer", "", "0", "c1", "text", "tool_call",
+    "tool_call_response", "reasoning", "gen_ai.choice", "gen_ai.tool.message",
+    "gen_ai.user.message", "gen_ai.client.inference.operation.details", "[]", "[{",
+]  # fmt: skip
+otel_shaped = st.recursive(
+    st.none() | st.integers(-2, 2) | st.sampled_from(OTEL_WORDS),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(OTEL_KEYS), inner, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+otel_parts = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "tool_call", "tool_call_response", "reasoning", "blob"])},
+        optional=dict.fromkeys(
+            ("id", "name", "arguments", "response", "result", "content", "builtin"), otel_shaped
+        ),
+    ),
+    max_size=4,
+)
+otel_messages = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from([*OTEL_WORDS[:6], "model", "critic"]), "parts": otel_parts},
+        optional={"finish_reason": otel_shaped, "name": otel_shaped, "index": otel_shaped},
+    ),
+    min_size=1,
+    max_size=5,
+)
+otel_events = st.builds(
+    lambda name, body, span: json.loads(_export(_record(name, body, span=span))),
+    st.sampled_from([w for w in OTEL_WORDS if w.startswith("gen_ai.")]),
+    otel_shaped,
+    st.sampled_from(["a1", "b2", ""]),
+)
+
+
+def _sources(values: list[Any]) -> list[Source]:
+    lines = tuple(Entry(f"line {i + 1}", v) for i, v in enumerate(values))
+    return [Source(document=values), Source(lines=lines), *(Source(document=v) for v in values)]
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(json_values | otel_shaped | otel_messages | otel_events, min_size=1, max_size=3)
+)
+def test_any_json_is_read_or_refused_and_every_row_read_can_be_stored(values: list[Any]) -> None:
+    for source in _sources(values):
+        fits(source)
+        try:
+            found = read(source)
+        except InvalidInput:
+            continue
+        for conversation in found.conversations:
+            assert json_problem(conversation.metadata) is None
+            for row in conversation.messages:
+                assert json_problem(row["content"]) is None
+                assert json_problem(row["metadata"]) is None
+            parse_messages(conversation.messages)
