@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -143,6 +143,10 @@ def input_files(messages: list[healing.Message]) -> dict[str, bytes]:
     return files
 
 
+def _calls(message: healing.Message) -> list[dict[str, Any]]:
+    return cast(list[dict[str, Any]], message.metadata.get("tool_calls", []))
+
+
 def _stamp(n: int) -> str:
     seconds = 1_700_000_000 + n
     clock = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
@@ -189,7 +193,7 @@ def claude_code_session(messages: list[healing.Message]) -> str:
             ]
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
-            for call in message.metadata.get("tool_calls", []):
+            for call in _calls(message):
                 blocks.append(
                     {
                         "type": "tool_use",
@@ -244,7 +248,7 @@ def codex_rollout(messages: list[healing.Message]) -> str:
                 text = {"type": "output_text", "text": message.content}
                 item = {"type": "message", "role": "assistant", "content": [text]}
                 line("response_item", item)
-            for call in message.metadata.get("tool_calls", []):
+            for call in _calls(message):
                 function = call["function"]
                 item = {
                     "type": "function_call",
