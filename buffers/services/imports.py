@@ -3,7 +3,6 @@ then rows, blocks and the declared-call index written in bulk."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -14,6 +13,7 @@ from django.db import connection, models
 
 from buffers import healing
 from buffers.bulk import cyclic_gc_paused
+from buffers.healing import jsontext
 from buffers.models import Action, Block, Conversation, DeclaredCall, Message, Scope
 
 from .journal import Actor, Writer
@@ -212,8 +212,8 @@ def _write_verbatim(
                     blocks[position // block_size].pk,
                     position % block_size,
                     message.role,
-                    None if message.content is None else json.dumps(message.content),
-                    json.dumps(message.metadata),
+                    None if message.content is None else jsontext.dumps(message.content),
+                    jsontext.dumps(message.metadata),
                     healing.result_call_id(message),
                     healing.is_placeholder(message),
                 )

@@ -124,7 +124,7 @@ from typing import Any
 
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import is_placeholder, usable_id
-from buffers.healing.messages import Message, describe, json_problem
+from buffers.healing.messages import Message, describe
 
 from . import anthropic
 from .common import (
@@ -738,12 +738,12 @@ class _Session:
 
     def skip(self, entry: Entry, why: str, number: int | None = None) -> None:
         """Skip an entry, kept in place for writing back when ``number`` is given."""
-        if number is not None and json_problem(entry.value) is None:
+        if number is not None and entry.problem() is None:
             self.own.keep(entry.value, number)
         self.skipped.append(Skipped(entry.where, why))
 
     def bookkeeping(self, entry: Entry, value: dict[str, Any], kind: str, number: int) -> None:
-        problem = json_problem(value)
+        problem = entry.problem(value)
         if problem is not None:
             self.skipped.append(Skipped(entry.where, f"an event of type {kind!r} that {problem}"))
             return
@@ -793,7 +793,7 @@ class _Session:
             isinstance(value.get("uuid"), str)
             and isinstance(message, dict)
             and isinstance(message.get("content"), str | list)
-            and json_problem(value) is None
+            and entry.problem(value) is None
         ):
             return True
         self.refuse(entry, value)

@@ -79,7 +79,7 @@ from typing import Any
 
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import is_placeholder, usable_id
-from buffers.healing.messages import Message, describe, json_problem
+from buffers.healing.messages import Message, describe
 
 from . import openai_responses
 from .common import (
@@ -314,7 +314,7 @@ class _Reader:
 
     def keep(self, entry: Entry, value: object) -> bool:
         """Whether a line that is not a conversation item can be kept (stored)."""
-        problem = json_problem(value)
+        problem = entry.problem(value)
         if problem is None:
             return True
         self.skipped.append(Skipped(entry.where, f"a line that {problem} (left out)"))
@@ -322,7 +322,7 @@ class _Reader:
 
     def skip(self, entry: Entry, why: str, keep: bool = False) -> None:
         """Skip a line, keeping it in place for writing back when it is an object."""
-        if keep and json_problem(entry.value) is None:
+        if keep and entry.problem() is None:
             self.pending.append(entry.value)
         self.skipped.append(Skipped(entry.where, why))
 
@@ -333,7 +333,9 @@ class _Reader:
         ``""`` for a legacy bare item), for the places of its problems."""
         found = Problems()
         where = inside or "item"
-        if is_object(payload, where, found) and storable(entry.value, "line", found):
+        if is_object(payload, where, found) and (
+            entry.storable or storable(entry.value, "line", found)
+        ):
             assert isinstance(payload, dict)
             kind = payload.get("type")
             if "type" not in payload:

@@ -14,21 +14,30 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from buffers.healing import jsontext
 from buffers.healing.errors import Problem
-from buffers.healing.messages import Message, describe
+from buffers.healing.messages import Message, describe, json_problem
 
 from .common import Converted
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One value of a transcript: a JSONL line's (``where`` is ``line 7``) or a JSON list's
-    item (``where`` is ``[7]``)."""
+    item (``where`` is ``[7]``). A tuple: a log has hundreds of thousands."""
 
     where: str
     value: object
+    storable: bool = False
+    """Known, from the text it was read from, to pass ``json_problem`` (``jsontext``), so
+    that neither it nor anything inside it needs walking again."""
+
+    def problem(self, value: object = None) -> str | None:
+        """``json_problem`` of this entry's value, or of ``value`` inside it."""
+        if self.storable:
+            return None
+        return json_problem(self.value if value is None else value)
 
 
 @dataclass(frozen=True)
@@ -129,12 +138,14 @@ def parse_lines(text: str) -> Source:
     split at U+2028, U+0085 and the like, which JSON strings may hold unescaped."""
     lines: list[Entry] = []
     unreadable: list[Skipped] = []
+    long_numbers = jsontext.has_long_number(text)
     for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         where = f"line {number}"
         try:
-            lines.append(Entry(where, json.loads(line)))
+            value, storable = jsontext.loads(line, long_numbers=long_numbers)
+            lines.append(Entry(where, value, storable))
         except json.JSONDecodeError as error:
             unreadable.append(Skipped(where, _not_json(error, line), error.colno))
         except RecursionError:
