@@ -339,7 +339,7 @@ class SkippedEntry(Schema):
 
 class Imported(Schema):
     conversations: list[ImportedConversation]
-    read_as: str = Field(examples=["read as a Claude Code session: 40 lines, 2 skipped"])
+    read_as: str = Field(examples=["read as a Claude Code session (40 lines, 2 skipped)"])
     skipped: list[SkippedEntry]
 
 

@@ -13,6 +13,7 @@ heal), as the runtime's own result event; the stored buffer is not changed.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,14 @@ class Export:
     body: bytes
     filename: str
     content_type: str
+
+    def __post_init__(self) -> None:
+        # The name may come from the file's own data (a session id): only what is safe in
+        # a Content-Disposition header, anywhere.
+        object.__setattr__(self, "filename", _SAFE_NAME.sub("-", self.filename) or "export")
+
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def export(conversation: Conversation, format: str) -> Export:

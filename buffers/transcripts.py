@@ -105,7 +105,7 @@ MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
 @dataclass(frozen=True)
 class TranscriptReading:
     """What one transcript held: its conversations, and what it was read as, for the
-    import's report ("read as a Claude Code session: 40 lines, 2 skipped")."""
+    import's report ("read as a Claude Code session (40 lines, 2 skipped)")."""
 
     name: str
     conversations: list[ConversationIn]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,12 @@ def test_identical_problems_on_many_lines_are_said_once() -> None:
 # A crashed run of each format, end to end through the inspector.
 
 
+def _written(lines: list[str]) -> Path:
+    path = Path(tempfile.mkdtemp()) / "rollout.jsonl"
+    path.write_text("\n".join(lines))
+    return path
+
+
 def upload(client: Client, path: Path) -> dict[str, Any]:
     response = client.post(
         "/import",
@@ -268,3 +275,52 @@ def test_the_api_import_reads_a_log_from_its_text_and_says_what_it_was_read_as(
     assert [c["source_format"] for c in body["conversations"]] == ["codex"]
     assert body["conversations"][0]["unanswered"] >= 1
     assert any("cut off" in skipped["why"] for skipped in body["skipped"])
+
+
+# What the review found, held down.
+
+
+def test_a_provider_body_that_breaks_its_format_is_told_where_not_refused_as_unknown() -> None:
+    body = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}, {"content": "y"}]}'
+
+    with pytest.raises(healing.InvalidInput) as refused:
+        transcripts.read_transcript(body, name="chat.json")
+
+    assert [str(p) for p in refused.value.problems] == [
+        "chat.json: messages[1].role: is missing"
+    ]
+
+
+def test_an_empty_gemini_cli_session_fits_that_format_alone() -> None:
+    session = {"sessionId": "s", "projectHash": "p", "startTime": "t", "messages": []}
+    source = formats.Source(document=session)
+
+    assert [f.name for f in formats.READABLE.values() if f.fits(source)] == ["gemini-cli"]
+
+
+@pytest.mark.django_db
+def test_a_refusal_quoting_a_key_no_page_can_encode_is_shown_not_a_500(client: Client) -> None:
+    response = client.post(
+        "/import",
+        {"transcripts": [SimpleUploadedFile("x.json", b'{"\\ud800": 1}')], "format": "auto"},
+    )
+
+    assert response.status_code == 422
+    assert "\\ud800" in response.text
+
+
+@pytest.mark.django_db
+def test_a_runtime_file_name_taken_from_the_file_is_safe_in_a_header(client: Client) -> None:
+    lines = (FIXTURES / "codex" / "clean.jsonl").read_text().split("\n")
+    meta = json.loads(lines[0])
+    meta["payload"]["timestamp"] = '2026-02-23T14:05:07"\r\nX-Evil: 1'
+    meta["payload"]["id"] = "é/../../id"
+    lines[0] = json.dumps(meta)
+    upload(client, _written(lines))
+    conversation = Conversation.objects.get()
+
+    response = client.get(f"/c/{conversation.pk}/export/codex")
+
+    assert response.status_code == 200
+    disposition = response["Content-Disposition"]
+    assert re.fullmatch(r'attachment; filename="[A-Za-z0-9._-]+"', disposition), disposition

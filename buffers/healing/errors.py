@@ -15,6 +15,15 @@ class Problem:
     path: str
     message: str
 
+    def __post_init__(self) -> None:
+        # A place or a sentence may quote the input, which may hold lone surrogates (a
+        # JSON key "\ud800"): no page, terminal or JSON answer can encode those.
+        for name in ("path", "message"):
+            text = getattr(self, name)
+            if not text.isascii():
+                safe = text.encode("utf-8", "backslashreplace").decode("utf-8")
+                object.__setattr__(self, name, safe)
+
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
 

@@ -131,7 +131,8 @@ after tool results (``formats.anthropic.NEW_MESSAGE``, ``formats.gemini.NEW_TURN
 def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:
     """``messages`` as they go, adding to ``found`` each user or assistant message the
     provider's exporter would write as an empty turn; for Anthropic, a final assistant
-    turn may be empty, so an empty assistant turn counts only once another follows."""
+    turn may be empty, so an empty assistant turn counts only once another follows.
+    ``found`` is complete once the messages are consumed to the end, as every check does."""
     previous: Message | None = None
     pending: Rejection | None = None
     for index, message in messages:

@@ -260,6 +260,10 @@ def detect_source(source: Source) -> Format | None:
         return None
     if hint := _family_hint(source.document):
         raise _cannot_tell(hint)
+    if loose := _family(source.document, strict=False):
+        # A provider body that breaks its own format (a message without a role): read
+        # as what its keys say, so that its reader names each wrong place.
+        return READABLE[loose]
     tried = ", ".join(f.label for f in candidates)
     raise _cannot_tell(
         f"is not a transcript in a format this reads: found {source.looks()}; tried {tried}"
@@ -317,11 +321,12 @@ _RESPONSES_ITEMS = frozenset(
 )
 
 
-def _family(document: object) -> str | None:
+def _family(document: object, *, strict: bool = True) -> str | None:
     """Which of the stored shape and the provider request formats ``document`` is in, or
-    None when it is none of them."""
+    None when it is none of them. Not ``strict``: what its keys say it would be, when its
+    entries break that format (for the reader to say where)."""
     if isinstance(document, dict):
-        return _family_body(document)
+        return _family_body(document, strict)
     if not isinstance(document, list) or not document:
         return None
     if all(isinstance(body, dict) and _is_stored_body(body) for body in document):
@@ -330,11 +335,11 @@ def _family(document: object) -> str | None:
         isinstance(body, dict) and set(body) & {"messages", "input", "contents"}
         for body in document
     ):
-        found = {_family_body(body) for body in document}
+        found = {_family_body(body, strict) for body in document}
         return found.pop() if len(found) == 1 else None
     if not all(isinstance(entry, dict) for entry in document):
         return None
-    return _family_entries(document)
+    return _family_entries(document, strict)
 
 
 def _family_hint(document: object) -> str | None:
@@ -363,15 +368,19 @@ def _is_stored_body(body: dict[str, Any]) -> bool:
     )
 
 
-def _family_body(body: dict[str, Any]) -> str | None:
+def _family_body(body: dict[str, Any], strict: bool = True) -> str | None:
     if _is_stored_body(body):
         return "stored"
     if "contents" in body:
         entries = body["contents"]
-        return "gemini" if not isinstance(entries, list) or _all_gemini(entries) else None
+        fits = not strict or not isinstance(entries, list) or _all_gemini(entries)
+        return "gemini" if fits else None
     if "input" in body and "messages" not in body:
         entries = body["input"]
-        return "openai-responses" if not isinstance(entries, list) or _all_items(entries) else None
+        fits = not strict or not isinstance(entries, list) or _all_items(entries)
+        return "openai-responses" if fits else None
+    if {"sessionId", "projectHash"} <= body.keys():
+        return None  # a Gemini CLI session
     if "messages" not in body or "trajectory_format" in body:
         return None  # no messages, or a mini-swe-agent trajectory's (a SWE-agent one)
     raw = body["messages"]
@@ -379,8 +388,8 @@ def _family_body(body: dict[str, Any]) -> str | None:
     fields = set(body)
     if (fields <= _STORED_FIELDS and fields != {"messages"}) or _has_stored_marks(messages):
         return "stored"
-    if not all("role" in m for m in messages):
-        return None  # not messages of a chat format (a Gemini CLI session's, say)
+    if strict and not all("role" in m for m in messages):
+        return None  # not messages of a chat format
     model = body.get("model")
     if (
         fields & _ANTHROPIC_FIELDS
@@ -393,11 +402,11 @@ def _family_body(body: dict[str, Any]) -> str | None:
     return "stored"
 
 
-def _family_entries(entries: list[dict[str, Any]]) -> str | None:
+def _family_entries(entries: list[dict[str, Any]], strict: bool = True) -> str | None:
     if any("parts" in entry for entry in entries):
         return "gemini" if _all_gemini(entries) else None
     if any("type" in entry or _part_types(entry) & _RESPONSES_PARTS for entry in entries):
-        return "openai-responses" if _all_items(entries) else None
+        return "openai-responses" if not strict or _all_items(entries) else None
     if not entries or not all("role" in entry for entry in entries):
         return None
     if _has_stored_marks(entries):

@@ -213,7 +213,7 @@ class Format:
     """A transcript format: its name (``--format``), how it is named to a person, where
     its files are found, what a transcript must look like to be read as it (``needs``,
     decided by ``fits``), and its reader. ``fits`` is a signature, not a guess: no
-    transcript of another format fits it (tests.healing.test_detection holds every
+    transcript of another format fits it (tests/test_runtime_formats.py holds every
     fixture to that). ``write_native`` writes a conversation back as the runtime's own
     file, for the formats that have one."""
 
