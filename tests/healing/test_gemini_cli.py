@@ -4,17 +4,21 @@ notices kept aside, and every other format's files left alone."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from buffers import healing
 from buffers.healing import InvalidInput, Message, declared_call_ids, result_call_id
 from buffers.healing.formats import READABLE, Converted, Reading, Source, gemini, parse_lines
 from buffers.healing.formats import _family as family
 from buffers.healing.formats.gemini_cli import FORMAT, fits, read
+from buffers.healing.messages import describe
 from tests.healing.test_formats import ROUND_TRIPS, SAMPLES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -675,3 +679,198 @@ def test_a_healed_chat_exports_to_gemini_with_each_call_answered_and_its_signatu
     assert model["parts"][-1]["functionCall"]["id"] == "grep_search__grep_search_1784196164533_0"
     again = healing.parse_messages(gemini.read(body).messages)
     assert unanswered(again) == []
+
+
+# Found in review: each was a crash, a silent loss or a slow read.
+
+
+@pytest.mark.parametrize("status", [{}, [], 3], ids=["object", "list", "number"])
+def test_a_call_status_that_is_not_a_string_is_refused_at_its_place(status: object) -> None:
+    turn = gemini_message("", toolCalls=[call("c1", status=status, result="x")])
+
+    assert problems_of(log(HEADER, turn)) == [
+        f"line 2: toolCalls[0].status: must be a string, not {describe(status)}"
+    ]
+
+
+def test_text_beside_an_echoed_result_is_a_user_turn_of_its_own() -> None:
+    turn = gemini_message("", toolCalls=[call("c1", status="success", result="x")])
+    echo = user_message([*answered("c1", {"output": "x"}), {"text": "now fix it"}], "u2")
+    messages = healing.parse_messages(read(log(HEADER, turn, echo)).conversations[0].messages)
+
+    assert shape(messages) == "a1 t u"
+    assert messages[2].content == "now fix it"
+    assert kept(messages[1])["echoed_by"] == "u2"
+    assert kept(messages[2])["id"] == "u2"
+
+
+def test_an_echo_that_differs_from_the_result_read_is_kept_on_its_tool_row() -> None:
+    turn = gemini_message("", toolCalls=[call("c1", status="success", result="x")])
+    part = answered("c1", {"output": "something else"})[0]
+    messages = healing.parse_messages(
+        read(log(HEADER, turn, user_message([part], "u2"))).conversations[0].messages
+    )
+
+    assert shape(messages) == "a1 t"
+    assert messages[1].content == "x"
+    assert kept(messages[1])["echoes"] == [{"message_id": "u2", "part": part}]
+    assert all("echoes" not in kept(m) for m in messages_of("clean.jsonl"))
+
+
+@pytest.mark.rule("MEM-11")
+def test_calls_of_one_name_without_ids_take_the_next_messages_ids_in_order() -> None:
+    glob = {"functionCall": {"name": "glob", "args": {}}}
+    turn = gemini_message([glob, glob])
+    echo = user_message([*answered("r1", {"output": "a"}, "glob"), *answered("r2", {}, "glob")])
+    messages = healing.parse_messages(read(log(HEADER, turn, echo)).conversations[0].messages)
+
+    assert declared_call_ids(messages[0]) == ["r1", "r2"]
+    assert shape(messages) == "a2 t t"
+    assert unanswered(messages) == []
+
+
+@pytest.mark.rule("MEM-11")
+def test_made_up_ids_never_repeat_so_no_call_is_lost() -> None:
+    glob = [{"functionCall": {"name": "glob", "args": {}}}]
+    document = {
+        **HEADER,
+        "messages": [
+            {"type": "gemini", "content": glob},
+            {"type": "user", "content": "go on"},
+            {"type": "gemini", "content": glob},
+            {"id": "g1", "type": "gemini", "content": glob},
+            {"id": "g1", "type": "gemini", "content": glob},
+        ],
+    }
+    messages = healing.parse_messages(read(Source(document=document)).conversations[0].messages)
+
+    assert [declared_call_ids(m) for m in messages if m.role == "assistant"] == [
+        ["gemini_synth__0"],
+        ["gemini_synth__0_2"],
+        ["gemini_synth_g1_0"],
+        ["gemini_synth_g1_0_2"],
+    ]
+
+
+def test_thousands_of_calls_answered_by_the_next_message_each_take_their_own_response() -> None:
+    """(Their pairing is indexed by name once per turn: benchmarks measure the speed.)"""
+    count = 10_000
+    turn = gemini_message([{"functionCall": {"name": f"f{i}", "args": {}}} for i in range(count)])
+    echo = user_message(
+        [answered(f"c{i}", {"output": "ok"}, f"f{i}")[0] for i in range(count)], "u2"
+    )
+    source = log(HEADER, turn, echo)
+
+    rows = read(source).conversations[0].messages
+
+    assert len(rows[0]["metadata"]["tool_calls"]) == count
+    assert [r["metadata"]["tool_call_id"] for r in rows[1 : count + 1]] == [
+        f"c{i}" for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [[], [{"id": "u", "type": "user", "role": "user", "content": "hi"}]],
+    ids=["empty", "with role"],
+)
+def test_an_empty_session_or_one_whose_messages_also_carry_a_role_fits(
+    messages: list[Any],
+) -> None:
+    assert fits(Source(document={**HEADER, "messages": messages}))
+    assert fits(log({**HEADER, "messages": messages}))
+
+
+def test_header_messages_without_a_string_id_are_skipped_and_said() -> None:
+    found = read(log({**HEADER, "messages": [user_message("hi"), {"type": "user"}, 7]}))
+
+    assert [row["content"] for row in found.conversations[0].messages] == ["hi"]
+    assert [(s.where, s.why) for s in found.skipped] == [
+        ("line 1: messages[1]", "has no string id: the CLI leaves it out of the chat"),
+        ("line 1: messages[2]", "has no string id: the CLI leaves it out of the chat"),
+    ]
+
+
+@pytest.mark.parametrize("messages", [{}, "x", 7], ids=["object", "string", "number"])
+def test_messages_that_are_not_a_list_are_refused_at_their_place(messages: object) -> None:
+    wrong = f"must be a list of messages, not {describe(messages)}"
+
+    assert problems_of(log(HEADER, user_message("hi"), {"$set": {"messages": messages}})) == [
+        f"line 3: $set.messages: {wrong}"
+    ]
+    assert problems_of(log({**HEADER, "messages": messages}, user_message("hi"))) == [
+        f"line 1: messages: {wrong}"
+    ]
+
+
+# Any fixture with values swapped or dropped: read or refused with InvalidInput, never a crash.
+
+DROP = "<drop the key or item>"
+SWAPS: list[object] = [{}, [], "x", "", 7, 0, None, True, [{}], {"id": "x"}, DROP]
+
+
+def json_values(name: str) -> tuple[list[str], dict[int, Any]]:
+    """A fixture's lines and the JSON value of each line that is JSON (the whole file's,
+    as value 0, for a .json file)."""
+    text = (OURS / name).read_text()
+    if name.endswith(".json"):
+        return [], {0: json.loads(text)}
+    lines = text.split("\n")
+    values: dict[int, Any] = {}
+    for index, line in enumerate(lines):
+        try:
+            values[index] = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return lines, values
+
+
+def paths_in(value: object, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict | list):
+        for key, inner in value.items() if isinstance(value, dict) else enumerate(value):
+            found.extend(paths_in(inner, (*path, key)))
+    return found
+
+
+def swapped(value: Any, path: tuple[Any, ...], new: object) -> Any:
+    if not path:
+        return None if new == DROP else copy.deepcopy(new)
+    holder = value
+    for step in path[:-1]:
+        holder = holder[step]
+    if new == DROP:
+        del holder[path[-1]]
+    else:
+        holder[path[-1]] = copy.deepcopy(new)
+    return value
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(p.name for p in OURS.iterdir())), data=st.data())
+def test_any_value_of_a_fixture_swapped_or_dropped_is_read_or_refused(
+    name: str, data: st.DataObject
+) -> None:
+    lines, values = json_values(name)
+    for _ in range(data.draw(st.integers(1, 3), label="swaps")):
+        unit = data.draw(st.sampled_from(sorted(values)), label="value")
+        path = data.draw(st.sampled_from(paths_in(values[unit])), label="path")
+        values[unit] = swapped(values[unit], path, data.draw(st.sampled_from(SWAPS), label="to"))
+    source = (
+        parse_lines(
+            "\n".join(
+                json.dumps(values.get(i, line)) if i in values else line
+                for i, line in enumerate(lines)
+            )
+        )
+        if lines
+        else Source(document=values[0])
+    )
+
+    fits(source)
+    try:
+        found = read(source)
+    except InvalidInput:
+        return
+    for converted in found.conversations:
+        healing.parse_messages(converted.messages)

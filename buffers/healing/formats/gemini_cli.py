@@ -11,7 +11,8 @@ v0.39 it is an append-only log (``.jsonl``): a first line with ``sessionId`` and
   calls arrive);
 - ``{"$set": {...}}`` merges into the session's fields; a ``$set.messages`` list (the
   CLI's snapshot of its history at start, after a compression, a rewind or a failed
-  request) replaces every message;
+  request) replaces every message (one of them without a string id is skipped and said;
+  a ``messages`` that is not a list, nor null, is an error);
 - ``{"$rewindTo": id}`` removes that message and every one after it (all of them when
   the id is unknown);
 - a line with ``sessionId`` and ``projectHash`` merges into the session's fields, and its
@@ -19,8 +20,9 @@ v0.39 it is an append-only log (``.jsonl``): a first line with ``sessionId`` and
 
 A line that is not JSON (a torn last line), a line that is none of these records, and
 every message the replay removed (by a snapshot or a rewind: the CLI resumes without
-them) is skipped and reported; what is wrong inside a record the conversation uses is
-an error named at its line and path (``line 7: toolCalls[0].id``).
+them) is skipped and reported (nothing a file holds vanishes unsaid); what is wrong
+inside a record the conversation uses is an error named at its line and path
+(``line 7: toolCalls[0].id``).
 
 Messages (``type``):
 
@@ -32,10 +34,11 @@ Messages (``type``):
   under ``metadata.gemini_cli``; ``facts`` hold ``time``, ``model`` and ``usage``
   (``thoughts`` is ``reasoning``). Its ``toolCalls`` are canonical calls (``id`` the
   call's, ``arguments`` the JSON text of ``args``; the call's other keys, ``status``,
-  ``resultDisplay``, ``description``..., under the call's ``gemini_cli``), followed
-  directly by one tool row per call that carries a result: the ``functionResponse`` part
-  of ``result`` whose id is the call's (one without an id answers when it is the only
-  one, or the only one of the call's name). ``{"output"}`` is the content, ``{"error"}``
+  ``resultDisplay``, ``description``..., under the call's ``gemini_cli``; a ``status``
+  that is neither a string nor null is an error), followed directly by one tool row per
+  call that carries a result: the ``functionResponse`` part of ``result`` whose id is the
+  call's (one without an id answers when it is the only one, or the only one of the
+  call's name). ``{"output"}`` is the content, ``{"error"}``
   the content with ``is_error`` (both: output, then error), any other response its JSON
   text, media parts beside it make the content a list; a result the row does not give
   back as written stays under the tool row's ``gemini_cli.result``. A cancelled call,
@@ -44,20 +47,23 @@ Messages (``type``):
   that is not final (``validating``, ``scheduled``, ``awaiting_approval``,
   ``executing``) is unanswered: healing sees it. A ``functionCall`` part of ``content``
   (v0.44+) that no ``toolCalls`` entry holds is declared too, and answered by a later
-  user message's ``functionResponse``. Without an id it takes the id of the next
-  message's ``functionResponse`` of its name, else ``gemini_synth_<message id>_<part>``
-  (marked ``gemini.synthesized_id``, so the Gemini export leaves it out). An id an
-  earlier turn declared is not declared again (the CLI records a skill activation
-  twice). A ``thoughtSignature`` is kept on its call under ``gemini``, so that the
-  Gemini export sends it back.
+  user message's ``functionResponse``. Without an id, the k-th such call of a name takes
+  the id of the next message's k-th ``functionResponse`` of that name (leaving out the ids
+  this turn's calls give), else ``gemini_synth_<message id>_<part>`` (``_2``, ``_3``...
+  when that id is taken; marked ``gemini.synthesized_id``, so the Gemini export leaves it
+  out). An id an earlier turn declared is not declared again (the CLI records a skill
+  activation twice). A ``thoughtSignature`` is kept on its call under ``gemini``, so
+  that the Gemini export sends it back.
 - ``user``: a user row; content given as parts becomes one string when every part is
   text (the parts' boundaries are not kept), else a list of parts. ``displayContent``
   stays in the namespace, and a message the CLI leaves out when it resumes (``/`` or
   ``?`` commands, ``<session_context>`` or ``<hook_context>`` blocks, empty text) is
-  marked ``ignored_on_resume``. A user message of ``functionResponse`` parts (v0.44+)
-  repeats results the CLI sent: a result already read from its call is not read again
-  (the tool row notes ``echoed_by``); one for a call still open is that call's tool row;
-  one for no call is an orphan tool row.
+  marked ``ignored_on_resume``. A user message's ``functionResponse`` parts (v0.44+)
+  repeat results the CLI sent: a result already read from its call is not read again
+  (the tool row notes ``echoed_by``, and keeps under ``echoes`` a repeated part that is
+  not the one it was read from); one for a call still open is that call's tool row; one
+  for no call is an orphan tool row. The message's other parts are a user row after
+  them; a message of ``functionResponse`` parts only is not.
 - ``info``, ``error``, ``warning`` (and any other type) are the CLI's own notices, never
   sent to the model: not rows, but kept in the conversation's
   ``metadata.gemini_cli.notices``, each with ``at``, the index of the row it preceded.
@@ -72,6 +78,7 @@ no native writer: a healed chat is exported through the Gemini provider format.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,6 +152,8 @@ class Record:
 
     where: str
     value: dict[str, Any]
+    storable: bool = False
+    """Known to be storable JSON from the line it was read from (``Entry.storable``)."""
 
     def at(self, path: str) -> str:
         """The place of ``path`` inside this record: ``line 7: toolCalls[0].id``,
@@ -186,6 +195,7 @@ class Replay:
     session: dict[str, Any] = field(default_factory=dict)
     set_at: dict[str, str] = field(default_factory=dict)
     skipped: list[tuple[int, Skipped]] = field(default_factory=list)
+    problems: Problems = field(default_factory=Problems)
     read: int = 0
 
     def put(self, record: Record) -> None:
@@ -208,20 +218,30 @@ class Replay:
                 break
         self._remove(gone, why)
 
-    def snapshot(self, messages: list[Any], where: str) -> None:
+    def add(self, messages: object, where: str, at: str, checked: bool) -> bool:
+        """Put each message of a list that has a string id; skip and say the others.
+        Whether ``messages`` is a list (a problem is said when it is neither that nor null)."""
+        if not isinstance(messages, list):
+            if messages is not None:
+                self.problems.add(
+                    f"{where}: {at}", f"must be a list of messages, not {describe(messages)}"
+                )
+            return False
+        for index, message in enumerate(messages):
+            place = f"{where}: {at}[{index}]"
+            if isinstance(message, dict) and isinstance(message.get("id"), str):
+                self.put(Record(place, message, checked))
+            else:
+                why = "has no string id: the CLI leaves it out of the chat"
+                self.skipped.append((_number(where), Skipped(place, why)))
+        return True
+
+    def snapshot(self, messages: object, where: str, checked: bool) -> None:
         earlier = self.messages
         self.messages = {}
-        for index, message in enumerate(messages):
-            place = f"{where}: $set.messages[{index}]"
-            if isinstance(message, dict) and isinstance(message.get("id"), str):
-                self.put(Record(place, message))
-            else:
-                self.skipped.append(
-                    (
-                        _number(where),
-                        Skipped(place, "has no string id: the CLI leaves it out of the chat"),
-                    )
-                )
+        if not self.add(messages, where, "$set.messages", checked):
+            self.messages = earlier
+            return
         why = (
             f"is a message that the $set.messages snapshot on {where} leaves out (the CLI "
             "rolled the turn back or compressed the history); the CLI resumes without it"
@@ -254,7 +274,7 @@ def _read_log(source: Source, entries: list[Entry]) -> Reading:
     replay.skipped.extend((_number(s.where), s) for s in source.unreadable)
     for entry in entries:
         _replay_entry(entry, replay)
-    problems = Problems()
+    problems = replay.problems
     if not all(key in replay.session for key in SESSION_KEYS):
         problems.add("file", "has no line with the session's sessionId and projectHash")
     for key, value in replay.session.items():
@@ -284,18 +304,14 @@ def _replay_entry(entry: Entry, replay: Replay) -> None:
     if "$rewindTo" in value and isinstance(value["$rewindTo"], str):
         replay.rewind(value["$rewindTo"], where)
     elif isinstance(value.get("id"), str):
-        replay.put(Record(where, value))
+        replay.put(Record(where, value, entry.storable))
     elif isinstance(value.get("$set"), dict):
         fields = value["$set"]
-        if isinstance(fields.get("messages"), list):
-            replay.snapshot(fields["messages"], where)
+        replay.snapshot(fields.get("messages"), where, entry.storable)
         replay.merge(fields, f"{where}: $set.")
     elif _is_header(value):
         replay.merge(value, f"{where}: ")
-        messages = value.get("messages")
-        for index, message in enumerate(messages if isinstance(messages, list) else []):
-            if isinstance(message, dict) and isinstance(message.get("id"), str):
-                replay.put(Record(f"{where}: messages[{index}]", message))
+        replay.add(value.get("messages"), where, "messages", entry.storable)
     else:
         replay.skipped.append(
             (
@@ -338,7 +354,8 @@ def _convert(
 
 class Reader:
     """What pairing needs while reading in order: the ids declared so far, the tool row
-    that answered each, and the calls still open (by id, and the made-up ones by name)."""
+    that answered each and the part it was read from, and the calls still open (by id,
+    and the made-up ones by name)."""
 
     def __init__(self, problems: Problems) -> None:
         self.problems = problems
@@ -346,8 +363,10 @@ class Reader:
         self.notices: list[dict[str, Any]] = []
         self.declared: set[str | None] = set()
         self.answered: dict[str | None, Row] = {}
+        self.read_from: dict[str | None, object] = {}
         self.open: dict[str | None, str] = {}
-        self.made_up: dict[str, list[str]] = {}
+        self.made_up: dict[str, deque[str]] = {}
+        self.made_up_again: dict[str, int] = {}
 
     def message(self, record: Record, following: Record | None) -> None:
         value = record.value
@@ -368,33 +387,42 @@ class Reader:
 
     def _repeats_results(self, value: dict[str, Any]) -> bool:
         """Whether a user message only repeats results already read (the CLI's echo of what
-        it sent), which is then not read, nor checked, again."""
+        it sent): every part a ``functionResponse`` for a call already answered. Such a
+        message is not read again: each part is noted on the tool row it repeats."""
         content = value.get("content")
-        if not isinstance(content, list):
-            return False
-        found = False
-        for part in content:
-            if not isinstance(part, dict):
-                return False
-            if "functionResponse" in part:
-                answer = part["functionResponse"]
-                if not isinstance(answer, dict) or usable_id(answer.get("id")) not in self.answered:
-                    return False
-                found = True
-        return found
+        return (
+            isinstance(content, list)
+            and bool(content)
+            and all(self._echoed_key(part) is not None for part in content)
+        )
+
+    def _echoed_key(self, part: object) -> str | None:
+        """The id of the answered call a part repeats the result of, if it is one."""
+        answer = part.get("functionResponse") if isinstance(part, dict) else None
+        key = usable_id(answer.get("id")) if isinstance(answer, dict) else None
+        return key if key is not None and key in self.answered else None
 
     def _note_echo(self, record: Record) -> None:
-        echo = record.value.get("id")
-        if not storable(echo, record.at("id"), self.problems):
+        if not record.storable and not storable(
+            record.value.get("id"), record.at("id"), self.problems
+        ):
             return
-        for part in record.value["content"]:
-            if "functionResponse" in part:
-                answered = self.answered[usable_id(part["functionResponse"]["id"])]
-                kept = answered["metadata"].setdefault("gemini_cli", {})
-                kept.setdefault("echoed_by", echo)
+        for index, part in enumerate(record.value["content"]):
+            self._echo(record, index, part, self._echoed_key(part))
+
+    def _echo(self, record: Record, index: int, part: dict[str, Any], key: str | None) -> None:
+        """Note on a tool row the message that repeats its result, and keep the repeated
+        part when it is not the one the row was read from."""
+        kept = self.answered[key]["metadata"].setdefault("gemini_cli", {})
+        message_id = record.value.get("id")
+        kept.setdefault("echoed_by", message_id)
+        if part != self.read_from.get(key) and (
+            record.storable or storable(part, record.at(f"content[{index}]"), self.problems)
+        ):
+            kept.setdefault("echoes", []).append({"message_id": message_id, "part": part})
 
     def _storable(self, record: Record) -> bool:
-        if json_problem(record.value) is None:
+        if record.storable or json_problem(record.value) is None:
             return True
         found = json_problem_at(record.value)
         assert found is not None
@@ -414,9 +442,10 @@ class Reader:
         if parts is None:
             return
         responses = [i for i, part in enumerate(parts) if "functionResponse" in part]
-        echoed = [self.response(record, i, parts[i]) for i in responses]
+        for index in responses:
+            self.response(record, index, parts[index])
         others = [part for part in parts if "functionResponse" not in part]
-        if responses and (all(echoed) or not others):
+        if responses and not others:
             return
         kept = {k: v for k, v in value.items() if k not in ("type", "content", "timestamp")}
         if isinstance(content, str):
@@ -431,25 +460,22 @@ class Reader:
             kept["ignored_on_resume"] = True
         self.rows.append(row("user", written, _metadata(value, kept)))
 
-    def response(self, record: Record, index: int, part: dict[str, Any]) -> bool:
-        """Read a ``functionResponse`` of a user message; whether it only repeats a result
-        already read."""
+    def response(self, record: Record, index: int, part: dict[str, Any]) -> None:
+        """Read a ``functionResponse`` of a user message: the tool row of its call, or a
+        note on the tool row whose result it repeats."""
         at = f"content[{index}].functionResponse"
         answer = part["functionResponse"]
         if not self._response_ok(answer, record, at):
-            return False
+            return
         name = answer.get("name") if isinstance(answer.get("name"), str) else ""
         given = answer.get("id")
         call_id = given if given is not None else self._made_up_for(name)
-        earlier = self.answered.get(usable_id(call_id))
-        if earlier is not None:
-            earlier["metadata"].setdefault("gemini_cli", {}).setdefault(
-                "echoed_by", record.value.get("id")
-            )
-            return True
+        if usable_id(call_id) in self.answered:
+            self._echo(record, index, part, usable_id(call_id))
+            return
         gemini: dict[str, Any] = {}
         if call_id is None:
-            call_id = f"gemini_synth_{record.value.get('id', '')}_{index}"
+            call_id = self._made_up_id(record, index)
         if given is None:
             gemini["synthesized_id"] = True
         if self.open.pop(usable_id(call_id), None) != name:
@@ -467,8 +493,8 @@ class Reader:
         _add_time(metadata, record.value)
         tool = row("tool", content, metadata)
         self.answered[usable_id(call_id)] = tool
+        self.read_from[usable_id(call_id)] = part
         self.rows.append(tool)
-        return False
 
     def _response_ok(self, answer: object, record: Record, at: str) -> bool:
         if not isinstance(answer, dict):
@@ -488,7 +514,18 @@ class Reader:
 
     def _made_up_for(self, name: str) -> str | None:
         waiting = self.made_up.get(name)
-        return waiting.pop(0) if waiting else None
+        return waiting.popleft() if waiting else None
+
+    def _made_up_id(self, record: Record, index: int) -> str:
+        """``gemini_synth_<message id>_<part>``, never an id already declared or answered
+        (messages without an id, or with the same one, get ``_2``, ``_3``...)."""
+        message_id = record.value.get("id")
+        base = f"gemini_synth_{message_id if isinstance(message_id, str) else ''}_{index}"
+        made = base
+        while made in self.declared or made in self.answered:
+            self.made_up_again[base] = again = self.made_up_again.get(base, 1) + 1
+            made = f"{base}_{again}"
+        return made
 
     # Gemini messages.
 
@@ -505,23 +542,23 @@ class Reader:
             )
             entries = None
         calls: list[dict[str, Any]] = []
-        results: list[Row] = []
+        results: list[tuple[Row, object]] = []
         redeclared: list[Any] = []
         for index, entry in enumerate(entries or []):
             read = self.tool_call(record, index, entry)
             if read is None:
                 continue
-            call, result = read
+            call, answer = read
             key = usable_id(call["id"])
             if key in self.declared:
                 redeclared.append(entry)
                 continue
             self.declared.add(key)
             calls.append(call)
-            if result is None:
+            if answer is None:
                 self.open[key] = call["function"]["name"]
             else:
-                results.append(result)
+                results.append(answer)
         if parts:
             self.content_calls(record, parts, following, calls)
         for index, part in enumerate(parts):
@@ -549,13 +586,17 @@ class Reader:
             del metadata["facts"]
         text = _content([p for p in parts if _is_shown(p)]) if given_parts else content or ""
         self.rows.append(row("assistant", text, metadata))
-        for result in results:
-            self.answered[usable_id(result["metadata"]["tool_call_id"])] = result
+        for result, read_from in results:
+            key = usable_id(result["metadata"]["tool_call_id"])
+            self.answered[key] = result
+            self.read_from[key] = read_from
             self.rows.append(result)
 
     def tool_call(
         self, record: Record, index: int, entry: object
-    ) -> tuple[dict[str, Any], Row | None] | None:
+    ) -> tuple[dict[str, Any], tuple[Row, object] | None] | None:
+        """A ``toolCalls`` entry as a canonical call, with its tool row and the part it was
+        read from when its ``result`` answers it."""
         at = record.at(f"toolCalls[{index}]")
         if not isinstance(entry, dict):
             self.problems.add(at, f"must be an object, not {describe(entry)}")
@@ -563,6 +604,7 @@ class Reader:
         checks = [
             has_id(entry, "id", at, self.problems),
             has_text(entry, "name", at, self.problems),
+            entry.get("status") is None or has_text(entry, "status", at, self.problems),
         ]
         args = entry.get("args", {})
         arguments = json_text(args) if isinstance(args, dict) else None
@@ -586,15 +628,22 @@ class Reader:
             call["gemini_cli"] = kept
         return call, result
 
-    def result(self, entry: dict[str, Any], call_id: object, name: str, at: str) -> Row | None:
-        """The tool row of a call's ``result``, or None when it has none that answers it."""
+    def result(
+        self, entry: dict[str, Any], call_id: object, name: str, at: str
+    ) -> tuple[Row, object] | None:
+        """The tool row of a call's ``result`` and the part it was read from, or None when
+        it has none that answers it."""
         given = entry.get("result")
         status = entry.get("status")
+        status = status if isinstance(status, str) else None
         if given is None or given == [] or status in NOT_FINISHED:
             return None
         if isinstance(given, str):
             content: object = given
             is_error, plain = False, True
+            read_from: object = {
+                "functionResponse": {"id": call_id, "name": name, "response": {"output": given}}
+            }
         else:
             parts = self.parts(given, Record(at, entry), "result")
             if not parts:
@@ -608,6 +657,7 @@ class Reader:
             ):
                 return None
             content, is_error = _answer(answer["response"])
+            read_from = parts[index]
             responses = sum("functionResponse" in part for part in parts)
             others = [part for part in parts if "functionResponse" not in part]
             if others and responses == 1:
@@ -625,7 +675,7 @@ class Reader:
         if not plain:
             metadata["gemini_cli"] = {"result": given}
         _add_time(metadata, entry)
-        return row("tool", content, metadata)
+        return row("tool", content, metadata), read_from
 
     def content_calls(
         self,
@@ -637,6 +687,7 @@ class Reader:
         """Declare the ``functionCall`` parts no ``toolCalls`` entry holds; keep the
         others' ``thoughtSignature`` on their call."""
         in_turn = {usable_id(call["id"]): call for call in calls}
+        answers: dict[str, deque[object]] | None = None
         for index, part in enumerate(parts):
             if "functionCall" not in part:
                 continue
@@ -664,11 +715,16 @@ class Reader:
                 rest["functionCall"] = extra
             if rest:
                 gemini["part"] = rest
-            call_id = called.get("id") or _answered_next(following, name)
+            call_id = called.get("id")
             if call_id is None:
-                call_id = f"gemini_synth_{record.value.get('id', '')}_{index}"
+                if answers is None:
+                    answers = _answers_by_name(following, _given_ids(parts))
+                waiting = answers.get(name)
+                call_id = waiting.popleft() if waiting else None
+            if call_id is None:
+                call_id = self._made_up_id(record, index)
                 gemini["synthesized_id"] = True
-                self.made_up.setdefault(name, []).append(call_id)
+                self.made_up.setdefault(name, deque()).append(call_id)
             key = usable_id(call_id)
             if key in in_turn:
                 if "part" in gemini:
@@ -757,17 +813,32 @@ def _own_response(
     return None
 
 
-def _answered_next(following: Record | None, name: str) -> str | None:
-    """The id of the next message's ``functionResponse`` of this name, if it has one."""
+def _given_ids(parts: list[dict[str, Any]]) -> set[str]:
+    """The ids a message's ``functionCall`` parts give."""
+    given = (part.get("functionCall") for part in parts)
+    return {
+        key for called in given if isinstance(called, dict) and (key := usable_id(called.get("id")))
+    }
+
+
+def _answers_by_name(following: Record | None, taken: set[str]) -> dict[str, deque[object]]:
+    """The ids of the next message's ``functionResponse`` parts by name, in order (None
+    for one without a usable id), but those a call of this turn gives itself: the k-th
+    call of a name without an id takes the k-th."""
+    answers: dict[str, deque[object]] = {}
     if following is None or following.value.get("type") != "user":
-        return None
+        return answers
     content = following.value.get("content")
     for part in content if isinstance(content, list) else []:
         answer = part.get("functionResponse") if isinstance(part, dict) else None
-        if isinstance(answer, dict) and answer.get("name") == name:
-            given = answer.get("id")
-            return given if isinstance(given, str) and given else None
-    return None
+        if not isinstance(answer, dict) or not isinstance(answer.get("name"), str):
+            continue
+        key = usable_id(answer.get("id"))
+        if key not in taken:
+            answers.setdefault(answer["name"], deque()).append(
+                None if key is None else answer["id"]
+            )
+    return answers
 
 
 def _answer(response: dict[str, Any]) -> tuple[str, bool]:
