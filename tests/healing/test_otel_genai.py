@@ -5,6 +5,7 @@ left unanswered, what the stored shape has no place for kept under ``otel``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from buffers.healing import (
     result_call_id,
 )
 from buffers.healing.formats import READABLE, Source, detect_source, parse_lines
-from buffers.healing.formats.otel_genai import FORMAT, fits, read, read_messages
+from buffers.healing.formats.common import Problems
+from buffers.healing.formats.otel_genai import FORMAT, MessageReader, fits, read, read_messages
 from buffers.healing.formats.source import Entry, Reading, parse_values
 from buffers.healing.messages import json_problem
 
@@ -225,7 +227,7 @@ def test_a_pydantic_ai_run_that_crashed_leaves_its_last_call_unanswered() -> Non
     assert rows[-1]["metadata"]["facts"] == {"finish_reason": "tool_call"}
 
 
-def test_an_otlp_log_export_reads_the_last_calls_history_and_its_choice() -> None:
+def test_an_otlp_log_export_reads_each_call_once_where_the_next_sends_its_history() -> None:
     found = reading("log-events.jsonl")
     [conversation] = found.conversations
     rows = conversation.messages
@@ -241,9 +243,15 @@ def test_an_otlp_log_export_reads_the_last_calls_history_and_its_choice() -> Non
         "finish_reason": "tool_calls",
         "time": "2026-03-14T09:01:03.700000Z",
     }
+    # The first call's choice is the row the second call sent again: its facts stay.
+    assert rows[2]["metadata"]["facts"] == {
+        "finish_reason": "tool_calls",
+        "time": "2026-03-14T09:01:01.962000Z",
+    }
     assert conversation.metadata["otel"] == {
         "shape": "log-events",
         "calls": 2,
+        "resent": 3,
         "trace_id": "5b8efff798038103d269b633813fc60c",
         "span_id": "c7d2e8f41b3a9056",
         "resource": {
@@ -1021,3 +1029,332 @@ def test_any_json_is_read_or_refused_and_every_row_read_can_be_stored(values: li
                 assert json_problem(row["content"]) is None
                 assert json_problem(row["metadata"]) is None
             parse_messages(conversation.messages)
+
+
+# Found in review: each first failed.
+
+
+@pytest.mark.parametrize("nanoseconds", ["²", "٣", "9" * 5000, "1e9", " 12", -5, 10**30])
+def test_a_record_time_that_is_no_count_of_nanoseconds_is_left_out_not_a_crash(
+    nanoseconds: object,
+) -> None:
+    user = _record("gen_ai.user.message", {"content": "Hi"})
+    user["timeUnixNano"] = nanoseconds
+    found = read(parse_lines(_export(user)))
+
+    assert found.conversations[0].messages[0]["content"] == "Hi"
+
+
+@pytest.mark.rule("MEM-11")
+def test_a_history_sent_again_without_the_outputs_finish_reason_is_still_read_once() -> None:
+    asked = message("user", text("Weather in Paris?"))
+    answer = message("assistant", call("c1", city="Paris"))
+    lines = [
+        [asked],
+        [{**answer, "finish_reason": "tool_call"}],
+        [asked, answer, message("tool", response("c1", "14C"))],
+        [message("assistant", text("14C."))],
+    ]
+    found = read(parse_lines("\n".join(json.dumps(line) for line in lines)))
+    messages = messages_of(found)
+
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "Weather in Paris?"),
+        ("assistant", None),
+        ("tool", "14C"),
+        ("assistant", "14C."),
+    ]
+    assert unanswered(messages) == []
+    assert messages[1].metadata["facts"] == {"finish_reason": "tool_call"}
+
+
+def test_a_history_sent_again_one_message_per_line_with_an_index_is_read_once() -> None:
+    asked = message("user", text("Hi"))
+    lines = [{**asked, "index": 0}, [asked, message("assistant", text("Hello"))]]
+    found = read(parse_lines("\n".join(json.dumps(line) for line in lines)))
+
+    assert [r["content"] for r in found.conversations[0].messages] == ["Hi", "Hello"]
+
+
+@pytest.mark.rule("MEM-11")
+def test_an_id_made_unique_never_takes_an_id_written_in_the_file() -> None:
+    document = [
+        message("assistant", call("x")),
+        message("tool", response("x", "first")),
+        message("assistant", call("x#2")),
+        message("user", text("never mind")),
+        message("assistant", call("x")),
+        message("tool", response("x", "third")),
+    ]
+    messages = parse_messages(read(Source(document=document)).conversations[0].messages)
+
+    assert pairs(messages) == (["x", "x#2", "x#3"], ["x", "x#3"])
+    assert unanswered(messages) == ["x#2"]
+
+
+@pytest.mark.rule("MEM-11")
+def test_a_made_up_id_never_takes_an_id_written_in_the_file_either() -> None:
+    document = [
+        message("assistant", call("otel-1-0")),
+        message("assistant", call(None)),
+        message("tool", response(None, "by position")),
+    ]
+    messages = parse_messages(read(Source(document=document)).conversations[0].messages)
+
+    assert pairs(messages) == (["otel-1-0", "otel-1-0#2"], ["otel-1-0#2"])
+    assert unanswered(messages) == ["otel-1-0"]
+
+
+@pytest.mark.rule("MEM-11")
+def test_many_responses_pair_through_a_cursor_not_a_scan() -> None:
+    count = 3000
+    anonymous = [call(None, n=n) for n in range(count)]
+    same_id = [call("get_weather_0", n=n) for n in range(count)]
+    document = [
+        message("assistant", *anonymous),
+        message("tool", *(response(None, n) for n in range(count))),
+        message("assistant", *same_id),
+        message("tool", *(response("get_weather_0", n) for n in range(count))),
+    ]
+    reader = MessageReader(Problems())
+    # Each response takes the call at the cursor of its message (or of its id in it),
+    # which then moves on: no call is looked at twice.
+    reader.messages(document[:2], "")
+    assert (reader.pairing.turn.next, len(reader.pairing.turn.calls)) == (count, count)
+    reader.messages(document[2:], "")
+    [same] = reader.pairing.by_id["get_weather_0"]
+    assert (same.next, len(same.calls)) == (count, count)
+
+    messages = parse_messages(reader.rows)
+    assert unanswered(messages) == []
+    declared, answered = pairs(messages)
+    assert declared == answered
+    assert [m.content for m in messages if m.role == "tool"] == [str(n) for n in range(count)] * 2
+
+
+def _two_calls(first_choices: int = 1) -> list[dict[str, Any]]:
+    asked = {"content": "Weather in Paris?"}
+    called = {
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+        ]
+    }
+    other = {"index": 1, "finish_reason": "stop", "message": {"content": "No idea."}}
+    first = [
+        _record("gen_ai.user.message", asked, span="s1"),
+        _record("gen_ai.choice", {"index": 0, "finish_reason": "tool_calls", "message": called}),
+        *[_record("gen_ai.choice", other, span="s1") for _ in range(first_choices - 1)],
+    ]
+    first[1]["spanId"] = "s1"
+    second = [
+        _record("gen_ai.user.message", asked, span="s2"),
+        _record("gen_ai.assistant.message", called, span="s2"),
+        _record("gen_ai.tool.message", {"content": "14C", "id": "c1"}, span="s2"),
+        _record("gen_ai.choice", {"index": 0, "message": {"content": "14C."}}, span="s2"),
+    ]
+    for record in second:
+        record["timeUnixNano"] = "1773478862000000000"
+    return [*first, *second]
+
+
+def test_earlier_calls_of_a_log_are_read_and_their_choices_kept_on_the_rows_they_made() -> None:
+    found = read(parse_lines(_export(*_two_calls(first_choices=2))))
+    [conversation] = found.conversations
+    rows = conversation.messages
+
+    assert [(r["role"], r["content"]) for r in rows] == [
+        ("user", "Weather in Paris?"),
+        ("assistant", None),
+        ("tool", "14C"),
+        ("assistant", "14C."),
+    ]
+    assert rows[1]["metadata"]["facts"]["finish_reason"] == "tool_calls"
+    assert rows[1]["metadata"]["otel"]["other_outputs"] == [
+        {"index": 1, "finish_reason": "stop", "message": {"content": "No idea."}}
+    ]
+    assert conversation.metadata["otel"]["calls"] == 2
+    assert conversation.metadata["otel"]["resent"] == 2
+    assert (found.entries, found.skipped) == (7, [])
+
+
+def test_earlier_details_events_give_their_facts_to_the_rows_they_describe() -> None:
+    asked = message("user", text("UV in Sydney?"))
+    called = message("assistant", call("get_uv_index_0", "get_uv_index"), finish_reason="stop")
+    first = _record(
+        "gen_ai.client.inference.operation.details",
+        span="s1",
+        attributes={
+            "gen_ai.response.model": "gemini-2.5-flash",
+            "gen_ai.usage.input_tokens": 212,
+            "gen_ai.input.messages": [asked],
+            "gen_ai.output.messages": [called],
+        },
+    )
+    second = _record(
+        "gen_ai.client.inference.operation.details",
+        span="s2",
+        attributes={
+            "gen_ai.response.model": "gemini-2.5-pro",
+            "gen_ai.input.messages": [
+                asked,
+                message("assistant", call("get_uv_index_0", "get_uv_index")),
+                message("user", response("get_uv_index_0", {"uv": 9})),
+            ],
+            "gen_ai.output.messages": [message("assistant", text("UV is 9."))],
+        },
+    )
+    second["timeUnixNano"] = "1773478862000000000"
+    found = read(parse_lines(_export(first, second)))
+    [conversation] = found.conversations
+    rows = conversation.messages
+
+    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant"]
+    assert rows[1]["metadata"]["facts"]["model"] == "gemini-2.5-flash"
+    assert rows[1]["metadata"]["facts"]["usage"] == {"input": 212}
+    assert rows[3]["metadata"]["facts"]["model"] == "gemini-2.5-pro"
+    assert unanswered(messages_of(found)) == []
+    assert conversation.metadata["otel"]["calls"] == 2
+
+
+def test_a_call_that_does_not_repeat_the_history_read_so_far_starts_a_conversation() -> None:
+    records = _two_calls()
+    title = [
+        _record("gen_ai.system.message", {"content": "Title this chat."}, span="s3"),
+        _record("gen_ai.choice", {"index": 0, "message": {"content": "Paris weather"}}, span="s3"),
+    ]
+    for record in title:
+        record["timeUnixNano"] = "1773478861500000000"
+    found = read(parse_lines(_export(*records[:2], *title, *records[2:])))
+
+    assert [[r["content"] for r in c.messages] for c in found.conversations] == [
+        ["Weather in Paris?", None, "14C", "14C."],
+        ["Title this chat.", "Paris weather"],
+    ]
+    assert [c.metadata["otel"]["calls"] for c in found.conversations] == [2, 1]
+    assert found.skipped == []
+
+
+def test_a_details_event_without_messages_is_skipped_and_named() -> None:
+    empty = _record(
+        "gen_ai.client.inference.operation.details",
+        span="s0",
+        attributes={"gen_ai.response.model": "m"},
+    )
+    found = read(parse_lines(_export(empty, *_two_calls())))
+
+    assert [(s.where, s.why) for s in found.skipped] == [
+        (
+            "line 1: resourceLogs[0].scopeLogs[0].logRecords[0]",
+            "is a gen_ai.client.inference.operation.details event without "
+            "gen_ai.input.messages or gen_ai.output.messages (was content capture off?)",
+        )
+    ]
+
+
+def test_resource_and_scope_logs_that_are_not_objects_are_skipped_and_named() -> None:
+    export = json.loads(_export(_record("gen_ai.user.message", {"content": "Hi"})))
+    export["resourceLogs"].append("junk")
+    export["resourceLogs"][0]["scopeLogs"].append(7)
+    found = read(parse_lines(json.dumps(export)))
+
+    assert [(s.where, s.why) for s in found.skipped] == [
+        ("line 1: resourceLogs[0].scopeLogs[1]", "is a number, not an object"),
+        ("line 1: resourceLogs[1]", "is a string, not an object"),
+    ]
+
+
+# Fixtures mutated: every value swapped for one of another type, keys dropped.
+
+SWAPS: list[object] = [
+    None, True, 0, -1, 1.5, 10**30, "", "²", "9" * 5000, "tool", [], {}, [None],
+    {"type": None}, {"role": {}}, [[]],
+]  # fmt: skip
+
+
+def _places(value: object, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    yield path
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, inner in items:
+            yield from _places(inner, (*path, key))
+
+
+def _mutated(value: Any, path: tuple[str | int, ...], new: object) -> Any:
+    """``value`` with what is at ``path`` replaced by ``new`` (dropped when ``new`` is
+    ``DROP``), the rest shared."""
+    if not path:
+        return new
+    head, *rest = path
+    copied = dict(value) if isinstance(value, dict) else list(value)
+    if not rest and new is DROP:
+        del copied[head]  # type: ignore[arg-type]
+    else:
+        copied[head] = _mutated(value[head], tuple(rest), new)  # type: ignore[index]
+    return copied
+
+
+DROP = object()
+
+
+def _fixture_values(path: Path) -> tuple[Any, bool]:
+    """A fixture's values, and whether they are a log's lines (else one document)."""
+    if path.name == "log-events-console.json":
+        return [entry.value for entry in parse_values(path.read_text()).entries() or []], True
+    source = source_of(path)
+    if source.lines is not None:
+        return [entry.value for entry in source.lines], True
+    return source.document, False
+
+
+@pytest.mark.parametrize("path", sorted(OWN.glob("*")), ids=lambda p: p.name)
+def test_a_fixture_with_any_value_swapped_or_dropped_is_read_or_refused(path: Path) -> None:
+    values, lines = _fixture_values(path)
+    for number, place in enumerate(_places(values)):
+        other = DROP if place else SWAPS[(number * 7 + 3) % len(SWAPS)]
+        for new in (SWAPS[number % len(SWAPS)], other):
+            mutated = _mutated(values, place, new)
+            if lines and not isinstance(mutated, list):
+                continue
+            source = (
+                Source(lines=tuple(Entry(f"line {i + 1}", v) for i, v in enumerate(mutated)))
+                if lines
+                else Source(document=mutated)
+            )
+            fits(source)
+            try:
+                found = read(source)
+            except InvalidInput:
+                continue
+            for conversation in found.conversations:
+                parse_messages(conversation.messages)
+
+
+def test_a_records_own_attributes_are_kept_on_its_row_when_they_differ() -> None:
+    records = _two_calls()
+    records[-1]["attributes"] = [{"key": "gen_ai.response.id", "value": _value("chatcmpl-9")}]
+    found = read(parse_lines(_export(*records)))
+    [conversation] = found.conversations
+
+    assert conversation.metadata["otel"].get("attributes") is None
+    assert conversation.messages[-1]["metadata"]["otel"] == {
+        "attributes": {"gen_ai.response.id": "chatcmpl-9"}
+    }
+    assert all("otel" not in r["metadata"] for r in conversation.messages[:-1])
+
+
+def test_fields_of_each_input_output_object_are_kept_none_overwritten() -> None:
+    first = {
+        "input": [message("user", text("Hi"))],
+        "output": [message("assistant", text("Hello"))],
+        "model": "small",
+    }
+    second = {
+        "input": [*first["input"], *first["output"], message("user", text("Bye"))],
+        "output": [message("assistant", text("Bye!"))],
+        "model": "large",
+    }
+    found = read(parse_lines(f"{json.dumps(first)}\n{json.dumps(second)}"))
+    [conversation] = found.conversations
+
+    assert conversation.metadata["otel"]["fields"] == {"model": "small"}
+    assert conversation.messages[-1]["metadata"]["otel"] == {"fields": {"model": "large"}}
