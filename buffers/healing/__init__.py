@@ -64,6 +64,7 @@ from .planner import (
     apply_plan,
     plan_append,
     plan_heal,
+    plan_verbatim,
 )
 
 __all__ = [
@@ -116,6 +117,7 @@ __all__ = [
     "placeholder_for",
     "plan_append",
     "plan_heal",
+    "plan_verbatim",
     "problem_from",
     "result_call_id",
     "scopes",

@@ -353,6 +353,16 @@ def parse_message(raw: object, path: str, *, json_checked: bool = False) -> Mess
         flat = FlatMessage.model_validate(raw)
     except ValidationError as error:
         raise InvalidInput([problem_from(e, path) for e in error.errors()]) from None
+    if json_checked and type(raw) is dict and raw.keys() <= _STORED_FIELDS:
+        # Already in the stored shape (a format reader's row): its metadata is what
+        # ``to_stored`` would rebuild from the validated keys, key for key; taken as it is.
+        metadata = raw.get("metadata")
+        return Message.model_construct(
+            _fields_set=_STORED_FIELDS,
+            role=flat.role,
+            content=flat.content,
+            metadata=metadata if metadata is not None else {},
+        )
     try:
         return flat.to_stored(json_checked=json_checked)
     except InvalidInput as error:

@@ -394,3 +394,44 @@ def apply_plan(messages: Sequence[Message], plan: AppendPlan) -> list[Message]:
         if position < len(messages):
             result.append(replaced.get(position, messages[position]))
     return result
+
+
+def plan_verbatim(facts: BufferFacts, batch: Sequence[Message]) -> AppendPlan:
+    """Plan storing ``batch`` after the last row exactly as it is: no rule applies, nothing
+    is dropped, healed or replaced. This is how a live trace's messages are recorded (what
+    the agent sent, as it happened: healing stays a person's act); the plan keeps the
+    declared-call index and the counters right, as an import's does."""
+    length = facts.length
+    inserts = tuple(
+        Insert(length, length + index, message, index) for index, message in enumerate(batch)
+    )
+    results = {cid for message in batch if (cid := result_call_id(message)) is not None}
+    declarations: list[Declaration] = []
+    owned: set[str] = set()
+    for index, message in enumerate(batch):
+        for ordinal, cid in declared_calls(message):
+            if cid is None or cid in owned or facts.is_declared(cid):
+                continue
+            owned.add(cid)
+            answered = cid in results or facts.result_for(cid) is not None
+            declarations.append(Declaration(cid, length + index, ordinal, answered))
+    answered_stored = tuple(
+        sorted(cid for cid in results if facts.is_declared(cid) and facts.result_for(cid) is None)
+    )
+    report = AppendReport(
+        count=length + len(batch),
+        appended=len(batch),
+        healed=(),
+        replaced=(),
+        dropped=(),
+        outcomes=tuple(Outcome(i, "appended", length + i) for i in range(len(batch))),
+    )
+    return AppendPlan(
+        length_before=length,
+        inserts=inserts,
+        replacements=(),
+        declarations=tuple(declarations),
+        answered=answered_stored,
+        placeholders_delta=sum(1 for message in batch if is_placeholder(message)),
+        report=report,
+    )
