@@ -5,8 +5,10 @@ not conversation skipped and kept, and the agent SDK's events by the SDK's rules
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,16 @@ import pytest
 
 from buffers import healing
 from buffers.healing import InvalidInput, Message, declared_call_ids, result_call_id
-from buffers.healing.formats import Converted, Reading, Source, detect_source, parse_lines
+from buffers.healing.formats import (
+    READABLE,
+    Converted,
+    Entry,
+    Reading,
+    Source,
+    detect_source,
+    parse_lines,
+)
+from buffers.healing.formats import openhands as openhands_module
 from buffers.healing.formats.openhands import FORMAT, fits, read
 from tests.healing.test_formats import ROUND_TRIPS
 
@@ -394,6 +405,42 @@ def test_the_apis_trajectory_object_and_a_single_event_file_are_read() -> None:
     assert [m["role"] for m in single.messages] == ["user"]
 
 
+def test_an_observations_copy_of_its_turns_response_is_kept_once_on_the_turn() -> None:
+    messages = messages_of(source_of(OWN / "clean.json"))
+
+    assert all(
+        "model_response" not in kept(m)["tool_call_metadata"] for m in messages if m.role == "tool"
+    )
+
+
+def test_a_copy_of_a_response_that_differs_from_its_turns_is_kept_where_it_is() -> None:
+    stream = events("clean.json")
+    other = copy.deepcopy(stream[9]["tool_call_metadata"]["model_response"])
+    other["usage"]["completion_tokens"] = 1
+    stream[9]["tool_call_metadata"]["model_response"] = other
+    stream[10]["tool_call_metadata"]["model_response"] = other
+
+    messages = messages_of(Source(document=stream))
+
+    turn, result = messages[4], messages[6]
+    assert kept(turn)["model_response"] == stream[7]["tool_call_metadata"]["model_response"]
+    assert "model_response" not in kept(turn)["actions"][0]["tool_call_metadata"]
+    assert kept(turn)["actions"][1]["tool_call_metadata"]["model_response"] == other
+    assert kept(result)["tool_call_metadata"]["model_response"] == other
+
+
+def test_an_observation_whose_action_is_not_in_the_stream_keeps_its_response() -> None:
+    stream = events("clean.json")
+    response = stream[6]["tool_call_metadata"]["model_response"]
+    del stream[5]
+
+    messages = messages_of(Source(document=stream))
+
+    result = messages[2]
+    assert result.role == "tool"
+    assert kept(result)["tool_call_metadata"]["model_response"] == response
+
+
 def test_a_user_messages_images_become_image_parts() -> None:
     stream = events("clean.json")
     stream[1]["args"]["image_urls"] = ["data:image/png;base64,iVBORw0KGgo="]
@@ -404,6 +451,39 @@ def test_a_user_messages_images_become_image_parts() -> None:
         {"type": "text", "text": stream[1]["args"]["content"]},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
     ]
+
+
+@pytest.mark.parametrize("urls", [None, []])
+def test_a_user_message_without_images_is_its_text(urls: object) -> None:
+    stream = events("clean.json")
+    stream[1]["args"]["image_urls"] = urls
+
+    user = messages_of(Source(document=stream))[1]
+
+    assert user.content == stream[1]["args"]["content"]
+
+
+@pytest.mark.parametrize(
+    ("urls", "problem"),
+    [
+        (
+            "data:image/png;base64,iVBORw0KGgo=",
+            "args.image_urls: must be a list of URLs, not a string",
+        ),
+        (7, "args.image_urls: must be a list of URLs, not a number"),
+        (True, "args.image_urls: must be a list of URLs, not a boolean"),
+        ({"url": "https://x/a.png"}, "args.image_urls: must be a list of URLs, not an object"),
+        (["https://x/a.png", 7], "args.image_urls[1]: must be a URL (a string), not a number"),
+        ([None], "args.image_urls[0]: must be a URL (a string), not null"),
+    ],
+)
+def test_image_urls_that_are_not_a_list_of_urls_are_refused_at_their_place(
+    urls: object, problem: str
+) -> None:
+    stream = events("crashed.json")
+    stream[4]["args"]["image_urls"] = urls
+
+    assert problems_of(lines(stream)) == [f"line 5: {problem}"]
 
 
 # A log is read as a log.
@@ -582,6 +662,47 @@ def test_a_text_parts_keys_other_than_the_defaults_are_kept() -> None:
     assert kept(user)["part_keys"] == {"0": {"cache_prompt": True}}
 
 
+def test_the_thoughts_of_several_actions_of_one_response_keep_their_parts_keys_in_place() -> None:
+    first, second = sdk_actions(2, response="r1")
+    first["thought"] = [{"type": "text", "text": "a", "cache_prompt": True}]
+    second["thought"] = [
+        {"type": "text", "text": "b"},
+        {"type": "text", "text": "c", "cache_prompt": True},
+    ]
+
+    [turn] = messages_of(Source(document=[first, second]))
+
+    assert turn.content == [
+        {"type": "text", "text": "a"},
+        {"type": "text", "text": "b"},
+        {"type": "text", "text": "c"},
+    ]
+    assert kept(turn)["part_keys"] == {"0": {"cache_prompt": True}, "2": {"cache_prompt": True}}
+
+
+def test_the_calls_a_user_message_carries_are_kept_though_only_an_assistant_declares() -> None:
+    source = source_of(OWN / "sdk-v1-events.jsonl")
+    assert source.lines is not None
+    values: list[Any] = [entry.value for entry in source.lines]
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    values[1]["llm_message"]["tool_calls"] = [call]
+
+    user = messages_of(lines(values))[1]
+
+    assert "tool_calls" not in user.metadata
+    assert kept(user)["llm_message"]["tool_calls"] == [call]
+
+
+def test_many_actions_of_one_response_are_one_turn_with_every_call() -> None:
+    """(Built once, not rebuilt per action: benchmarks measure the speed.)"""
+    actions = sdk_actions(5_000, response="r1")
+    source = Source(lines=tuple(Entry(f"line {n}", a, True) for n, a in enumerate(actions, 1)))
+
+    [turn] = read(source).conversations[0].messages
+
+    assert len(turn["metadata"]["tool_calls"]) == len(turn["content"]) == 5_000
+
+
 def test_an_agent_sdk_call_without_an_id_is_refused_at_its_place() -> None:
     source = source_of(OWN / "sdk-v1-events.jsonl")
     assert source.lines is not None
@@ -649,3 +770,122 @@ def test_no_stored_transcript_fits(path: Path) -> None:
 )
 def test_a_near_miss_does_not_fit(document: object) -> None:
     assert not fits(Source(document=document))
+
+
+# Nothing a file holds breaks the reader.
+
+
+def test_the_reader_imports_no_other_agent_runtimes_reader() -> None:
+    runtimes = {
+        module.rsplit(".", 1)[-1]
+        for format in READABLE.values()
+        if (module := format.read.__module__) != "buffers.healing.formats"
+    }
+    tree = ast.parse(Path(openhands_module.__file__).read_text())
+    imported = {
+        name.rsplit(".", 1)[-1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for name in [node.module or "", *(alias.name for alias in node.names)]
+    }
+
+    assert {"swe_agent", "codex", "openhands"} <= runtimes
+    assert not imported & (runtimes - {"openhands"})
+
+
+SWAPS: list[object] = [{}, [], "", 7, True, None, [{}], ["x"]]
+KINDS = ("action", "observation", "kind", "source", "role", "type")
+
+
+def mutations(value: object, path: str = "") -> Iterator[tuple[str, object]]:
+    """``value`` with one value inside it (or itself) swapped for one of another type or, in
+    an object, dropped, each change named by its path. Objects of one shape (the same keys
+    and kind, under the same name) are changed inside in the first of them only, and so are
+    a list's items of one type."""
+    yield from _mutations(value, path, "", set())
+
+
+def _mutations(value: object, path: str, name: str, seen: set[str]) -> Iterator[tuple[str, object]]:
+    for swap in SWAPS:
+        if type(swap) is not type(value) or swap != value:
+            yield f"{path or '.'} = {swap!r}", swap
+    if isinstance(value, dict):
+        for key, inside in value.items():
+            yield f"{path}.{key} dropped", {k: v for k, v in value.items() if k != key}
+            if _seen(inside, key, seen):
+                continue
+            for change, changed in _mutations(inside, f"{path}.{key}", key, seen):
+                yield change, {**value, key: changed}
+    elif isinstance(value, list):
+        for index, inside in enumerate(value):
+            if _seen(inside, f"{name}[]", seen, items=True):
+                continue
+            for change, changed in _mutations(inside, f"{path}[{index}]", f"{name}[]", seen):
+                yield change, [*value[:index], changed, *value[index + 1 :]]
+
+
+def _seen(value: object, name: str, seen: set[str], *, items: bool = False) -> bool:
+    """Whether an object (or a list's item) of this shape was changed already; marks it."""
+    if isinstance(value, dict):
+        shape = f"{name}{sorted(value)}{[str(value.get(key)) for key in KINDS]}"
+    elif items:
+        shape = f"{name}{type(value).__name__}"
+    else:
+        return False
+    if shape in seen:
+        return True
+    seen.add(shape)
+    return False
+
+
+def fixture_values(path: Path) -> list[Any]:
+    source = source_of(path)
+    if source.lines is not None:
+        return [entry.value for entry in source.lines]
+    assert isinstance(source.document, list)
+    return source.document
+
+
+@pytest.mark.parametrize("path", sorted(OWN.iterdir()), ids=lambda p: p.name)
+def test_a_fixture_with_any_value_swapped_or_dropped_reads_or_is_refused_with_reasons(
+    path: Path,
+) -> None:
+    values = fixture_values(path)
+    before = copy.deepcopy(values)
+
+    for change, changed in mutations(values):
+        if isinstance(changed, list):  # lines of storable values, as parse_lines vouches
+            source = Source(
+                lines=tuple(Entry(f"line {n}", v, True) for n, v in enumerate(changed, 1))
+            )
+        else:
+            source = Source(document=changed)
+        try:
+            reading = read(source)
+        except InvalidInput:
+            continue
+        except Exception as error:  # what the reader let escape is the failure
+            pytest.fail(f"{change}: {type(error).__name__}: {error}")
+        for conversation in reading.conversations:
+            try:
+                healing.parse_messages(conversation.messages, json_checked=True)
+            except InvalidInput as error:
+                pytest.fail(f"{change}: read gave a message the app refuses: {error}")
+
+    assert values == before
+
+
+def sdk_actions(count: int, *, response: str) -> list[dict[str, Any]]:
+    """``count`` agent SDK actions of one model response, each with a thought."""
+    return [
+        {
+            "id": f"a{index}",
+            "timestamp": "2026-01-20T10:02:03.000001",
+            "source": "agent",
+            "thought": [{"type": "text", "text": f"step {index}"}],
+            "tool_call": {"id": f"call_{index}", "name": "terminal", "arguments": "{}"},
+            "llm_response_id": response,
+            "kind": "ActionEvent",
+        }
+        for index in range(count)
+    ]

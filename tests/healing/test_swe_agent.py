@@ -4,8 +4,10 @@ made unique for the buffer, the run's info kept, and a crash told by its exit st
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,16 @@ import pytest
 
 from buffers import healing
 from buffers.healing import InvalidInput, Message, declared_call_ids, result_call_id
-from buffers.healing.formats import READABLE, Converted, Source, detect_source, parse_lines
+from buffers.healing.formats import (
+    READABLE,
+    Converted,
+    Skipped,
+    Source,
+    detect_source,
+    parse_lines,
+)
 from buffers.healing.formats import read as read_provider
+from buffers.healing.formats import swe_agent as swe_agent_module
 from buffers.healing.formats.swe_agent import FORMAT, REPLAY_CONFIG_LIMIT, fits, read
 from tests.healing.test_formats import ROUND_TRIPS
 
@@ -96,7 +106,7 @@ def test_a_clean_run_reads_its_history_with_every_call_answered_by_the_message_a
     analysis = healing.analyze(messages)
     assert analysis.unanswered == ()
     assert analysis.findings == ()
-    assert (reading.entries, reading.unit, reading.skipped) == (12, "message", [])
+    assert (reading.entries, reading.unit) == (12, "message")
     assert conversation.title == ""
 
 
@@ -147,6 +157,48 @@ def test_the_run_info_environment_replay_config_and_steps_are_kept_on_the_conver
     assert metadata["trajectory"][0]["observation"] == document["trajectory"][0]["observation"]
 
 
+REPEATS = "repeats the history the model was sent"
+
+
+def test_each_steps_query_is_left_out_and_said_to_repeat_the_history() -> None:
+    reading = read(source_of(OWN / "clean.traj"))
+
+    assert reading.skipped == [Skipped(f"trajectory[{i}].query", REPEATS) for i in range(5)]
+
+
+def test_the_steps_messages_of_before_1_1_and_a_retry_agents_attempts_are_said_left_out() -> None:
+    document = fixture("clean.traj")
+    steps = document.pop("trajectory")[:2]
+    document["trajectory"] = [
+        {**{k: v for k, v in step.items() if k != "query"}, "messages": step["query"]}
+        for step in steps
+    ]
+    document["attempts"] = [{"trajectory": steps, "info": {}}, {"info": {}}]
+
+    reading = read(Source(document=document))
+
+    assert reading.skipped == [
+        Skipped("trajectory[0].messages", REPEATS),
+        Skipped("trajectory[1].messages", REPEATS),
+        Skipped("attempts[0].trajectory[0].query", REPEATS),
+        Skipped("attempts[0].trajectory[1].query", REPEATS),
+    ]
+    metadata = one(document).metadata["swe_agent"]
+    assert all("messages" not in step for step in metadata["trajectory"])
+    assert all("query" not in step for step in metadata["attempts"][0]["trajectory"])
+    assert metadata["attempts"][1] == {"info": {}}
+
+
+def test_a_query_that_is_not_a_list_of_messages_repeats_nothing_and_is_kept() -> None:
+    document = fixture("clean.traj")
+    document["trajectory"][0]["query"] = "custom"
+
+    reading = read(Source(document=document))
+
+    assert "trajectory[0].query" not in {s.where for s in reading.skipped}
+    assert one(document).metadata["swe_agent"]["trajectory"][0]["query"] == "custom"
+
+
 def test_reading_does_not_change_the_document() -> None:
     document = fixture("clean.traj")
     before = copy.deepcopy(document)
@@ -163,7 +215,7 @@ def test_a_replay_config_too_large_to_keep_is_left_out_and_said_to_be() -> None:
     reading = read(Source(document=document))
 
     assert "replay_config" not in reading.conversations[0].metadata["swe_agent"]
-    [skipped] = reading.skipped
+    [skipped] = [s for s in reading.skipped if s.why != REPEATS]
     assert skipped.where == "replay_config"
     assert "left out" in skipped.why
 
@@ -476,3 +528,92 @@ def test_a_trajectory_as_lines_does_not_fit() -> None:
     line = json.dumps(fixture("crashed.traj"))
 
     assert not fits(parse_lines(line))
+
+
+# Nothing a file holds breaks the reader.
+
+
+def test_the_reader_imports_no_other_agent_runtimes_reader() -> None:
+    runtimes = {
+        module.rsplit(".", 1)[-1]
+        for format in READABLE.values()
+        if (module := format.read.__module__) != "buffers.healing.formats"
+    }
+    tree = ast.parse(Path(swe_agent_module.__file__).read_text())
+    imported = {
+        name.rsplit(".", 1)[-1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for name in [node.module or "", *(alias.name for alias in node.names)]
+    }
+
+    assert {"swe_agent", "codex", "openhands"} <= runtimes
+    assert not imported & (runtimes - {"swe_agent"})
+
+
+SWAPS: list[object] = [{}, [], "", 7, True, None, [{}], ["x"]]
+KINDS = ("role", "type")
+
+
+def mutations(value: object, path: str = "") -> Iterator[tuple[str, object]]:
+    """``value`` with one value inside it (or itself) swapped for one of another type or, in
+    an object, dropped, each change named by its path. Objects of one shape (the same keys
+    and kind, under the same name) are changed inside in the first of them only, and so are
+    a list's items of one type."""
+    yield from _mutations(value, path, "", set())
+
+
+def _mutations(value: object, path: str, name: str, seen: set[str]) -> Iterator[tuple[str, object]]:
+    for swap in SWAPS:
+        if type(swap) is not type(value) or swap != value:
+            yield f"{path or '.'} = {swap!r}", swap
+    if isinstance(value, dict):
+        for key, inside in value.items():
+            yield f"{path}.{key} dropped", {k: v for k, v in value.items() if k != key}
+            if _seen(inside, key, seen):
+                continue
+            for change, changed in _mutations(inside, f"{path}.{key}", key, seen):
+                yield change, {**value, key: changed}
+    elif isinstance(value, list):
+        for index, inside in enumerate(value):
+            if _seen(inside, f"{name}[]", seen, items=True):
+                continue
+            for change, changed in _mutations(inside, f"{path}[{index}]", f"{name}[]", seen):
+                yield change, [*value[:index], changed, *value[index + 1 :]]
+
+
+def _seen(value: object, name: str, seen: set[str], *, items: bool = False) -> bool:
+    """Whether an object (or a list's item) of this shape was changed already; marks it."""
+    if isinstance(value, dict):
+        shape = f"{name}{sorted(value)}{[str(value.get(key)) for key in KINDS]}"
+    elif items:
+        shape = f"{name}{type(value).__name__}"
+    else:
+        return False
+    if shape in seen:
+        return True
+    seen.add(shape)
+    return False
+
+
+@pytest.mark.parametrize("path", sorted(OWN.iterdir()), ids=lambda p: p.name)
+def test_a_fixture_with_any_value_swapped_or_dropped_reads_or_is_refused_with_reasons(
+    path: Path,
+) -> None:
+    document = json.loads(path.read_text())
+    before = copy.deepcopy(document)
+
+    for change, changed in mutations(document):
+        try:
+            reading = read(Source(document=changed))
+        except InvalidInput:
+            continue
+        except Exception as error:  # what the reader let escape is the failure
+            pytest.fail(f"{change}: {type(error).__name__}: {error}")
+        for conversation in reading.conversations:
+            try:
+                healing.parse_messages(conversation.messages, json_checked=True)
+            except InvalidInput as error:
+                pytest.fail(f"{change}: read gave a message the app refuses: {error}")
+
+    assert document == before

@@ -14,8 +14,8 @@ Events of OpenHands 0.x (``id`` an integer, ``source``, ``timestamp``, and ``act
 OpenHands' own ``ConversationMemory`` makes them for the model:
 
 - ``system`` action: a system message, ``args.content``. ``message`` action: the user's
-  message (``args.content``, and its ``image_urls`` as ``image_url`` parts), or from the
-  agent an assistant reply that calls nothing.
+  message (``args.content``, and its ``image_urls``, a list of URLs or null, as
+  ``image_url`` parts), or from the agent an assistant reply that calls nothing.
 - Every action with ``tool_call_metadata`` belongs to the assistant turn of its model
   response, ``tool_call_metadata.model_response.id``: one assistant message per response,
   where its first action stands, whose content is the response's
@@ -25,9 +25,12 @@ OpenHands' own ``ConversationMemory`` makes them for the model:
   by its budget between two of them) exist only there: they are declared and unanswered.
   The response is kept once, in the turn's ``openhands.model_response``; each action, less
   its copy of the response, in ``openhands.actions``; a call's keys other than ``id``,
-  ``type`` and ``function`` (``index``) under the call's own ``openhands``.
+  ``type`` and ``function`` (``index``) under the call's own ``openhands``. A copy that is
+  not the turn's response (it differs, or its turn is not in the stream) is no repeat: it
+  stays where it is, in the action or the observation.
 - An observation with ``tool_call_metadata`` is a tool result answering
-  ``tool_call_metadata.tool_call_id`` (its ``cause``, the action's event id, is kept).
+  ``tool_call_metadata.tool_call_id`` (its ``cause``, the action's event id, is kept, and
+  its ``tool_call_metadata`` less the copy of the turn's response).
   Its content is the event's ``content`` (what the model was shown around it, the exit
   code and working directory, stays in ``extras``). An ``error`` observation is a failed
   result (``is_error``). OpenHands writes such an error itself for an action it never
@@ -56,12 +59,15 @@ rules: ``SystemPromptEvent`` a system message; ``MessageEvent`` its ``llm_messag
 their ``thought`` and whose calls are their ``tool_call`` s (spelled flat in the SDK,
 ``{id, name, arguments}``); ``ObservationEvent`` (with ``observation.is_error``),
 ``AgentErrorEvent`` (an error) and ``UserRejectObservation`` ("Action rejected: ...") a
-result answering ``tool_call_id``. In the SDK ``finish`` is an ordinary tool whose
-``FinishObservation`` answers it, so it is read as a declared and answered call.
+result answering ``tool_call_id`` (a ``MessageEvent`` declares calls only from the
+assistant: another role's ``tool_calls`` stay in its ``llm_message``). In the SDK
+``finish`` is an ordinary tool whose ``FinishObservation`` answers it, so it is read as a
+declared and answered call.
 ``ConversationStateUpdateEvent`` and the other events are passed through as above; the
 last ``execution_status`` is the conversation's ``openhands.execution_status``. Text
 parts are written ``{"type": "text", "text"}``; a part's other keys (``cache_prompt``)
-are kept in ``openhands.part_keys`` when they are not the default.
+are kept in ``openhands.part_keys``, by the part's index in the message's content, when
+they are not the default.
 
 Every message keeps the rest of its event under ``openhands``, and ``facts``: ``time``
 (the event's timestamp, as written), and for a model turn the response's ``model``,
@@ -98,8 +104,8 @@ from .common import (
     storable,
     without,
 )
+from .litellm_facts import response_facts
 from .source import Entry, Format, Reading, Skipped, Source
-from .swe_agent import response_facts
 
 SPACE = "openhands"
 FINISHING = frozenset({"finish", "reject"})
@@ -145,14 +151,15 @@ def _is_event(value: object) -> bool:
     )
 
 
-def _history_items(history: list[Any], where: str) -> Iterator[Entry]:
-    """A history's events, the 2024 ``[action, observation]`` pairs taken one by one."""
+def _history_items(history: list[Any], where: str, known_storable: bool = False) -> Iterator[Entry]:
+    """A history's events, the 2024 ``[action, observation]`` pairs taken one by one (known
+    to be storable when the record they are in is)."""
     for index, item in enumerate(history):
         if isinstance(item, list):
             for inside, value in enumerate(item):
-                yield Entry(f"{where}[{index}][{inside}]", value)
+                yield Entry(f"{where}[{index}][{inside}]", value, known_storable)
         else:
-            yield Entry(f"{where}[{index}]", item)
+            yield Entry(f"{where}[{index}]", item, known_storable)
 
 
 def _is_record(value: object) -> bool:
@@ -202,17 +209,19 @@ def _streams(source: Source) -> list[_Stream] | None:
         return [_Stream(entries)]
     if all(_is_record(entry.value) for entry in objects):
         return [
-            _record(value, entry.where)
+            _record(value, entry.where, entry.storable)
             for entry in objects
             if isinstance(value := entry.value, dict)
         ]
     return None
 
 
-def _record(record: dict[str, Any], where: str) -> _Stream:
+def _record(record: dict[str, Any], where: str, known_storable: bool = False) -> _Stream:
     prefix = f"{where}: history" if where else "history"
     return _Stream(
-        list(_history_items(record["history"], prefix)), without(record, "history"), where
+        list(_history_items(record["history"], prefix, known_storable)),
+        without(record, "history"),
+        where,
     )
 
 
@@ -275,7 +284,10 @@ class _Reader:
         self.problems = problems
         self.skipped = skipped
         self.rows: list[Row] = []
+        self.responses: dict[str, Row] = {}
+        """The assistant turn of each model response (OpenHands 0.x), by the response's id."""
         self.turns: dict[str, Row] = {}
+        """The assistant turn of each ``llm_response_id`` (the agent SDK)."""
         self.held: list[_Held] = []
         self.state: dict[str, Any] = {}
 
@@ -323,7 +335,7 @@ class _Reader:
 
     def storable(self, value: object, entry: Entry, path: str = "") -> bool:
         """Whether ``value`` can be stored; if not, the problem is named at its place."""
-        if json_problem(value) is None:
+        if entry.storable or json_problem(value) is None:
             return True
         found = json_problem_at(value)
         inside, problem = found if found is not None else ("", "cannot be stored")
@@ -364,7 +376,12 @@ class _Reader:
             if not self.checked(has_text, args, "content", entry, "args"):
                 return
             role = "system" if kind == "system" else "assistant" if _by_agent(event) else "user"
-            content = args["content"] if role == "system" else _with_images(args)
+            content = args["content"]
+            if role != "system":
+                urls = self.image_urls(args, entry)
+                if urls is None:
+                    return
+                content = _with_images(content, urls)
             self.add(_event_row(role, content, event, args_used=("content",)))
         elif kind in FINISHING:
             text = args.get("thought") if isinstance(args.get("thought"), str) else ""
@@ -374,6 +391,21 @@ class _Reader:
         else:
             role = "assistant" if _by_agent(event) else "user"
             self.add(_event_row(role, _action_text(event, args), event))
+
+    def image_urls(self, args: dict[str, Any], entry: Entry) -> list[str] | None:
+        """A message's ``image_urls`` (none when null), or None when they are not a list of
+        URLs (each problem named at its place)."""
+        urls = args.get("image_urls")
+        if urls is None:
+            return []
+        where = self.place(entry, "args.image_urls")
+        if not isinstance(urls, list):
+            self.problems.add(where, f"must be a list of URLs, not {describe(urls)}")
+            return None
+        wrong = [(index, url) for index, url in enumerate(urls) if not isinstance(url, str)]
+        for index, url in wrong:
+            self.problems.add(f"{where}[{index}]", f"must be a URL (a string), not {describe(url)}")
+        return None if wrong else urls
 
     def call(self, entry: Entry, event: dict[str, Any], kind: str, args: dict[str, Any]) -> None:
         metadata = event["tool_call_metadata"]
@@ -391,17 +423,22 @@ class _Reader:
             return
         if not self.checked(has_id, response, "id", entry, "tool_call_metadata.model_response"):
             return
-        turn = self.turns.get(str(usable_id(response["id"])))
+        turn = self.responses.get(str(usable_id(response["id"])))
+        action = _without_response(event)
         if turn is None:
             turn = self.turn(response, f"{where}.model_response", event)
             if turn is None or not self.storable(
                 response, entry, "tool_call_metadata.model_response"
             ):
                 return
-            self.turns[str(usable_id(response["id"]))] = turn
+            self.responses[str(usable_id(response["id"]))] = turn
             self.add(turn)
+        elif not self.repeated(response):
+            if not self.storable(response, entry, "tool_call_metadata.model_response"):
+                return
+            action = event
         kept = turn["metadata"][SPACE]
-        kept["actions"].append(_without_response(event))
+        kept["actions"].append(action)
         if kind in FINISHING:
             kept["finish"] = {
                 "tool_call_id": metadata.get("tool_call_id"),
@@ -409,6 +446,15 @@ class _Reader:
                 **args,
             }
             turn["content"] = _with_final(turn["content"] or _text(args.get("thought")), args)
+
+    def repeated(self, response: object) -> bool:
+        """Whether ``response`` is a copy of a model response already kept on its turn."""
+        key = usable_id(response.get("id")) if isinstance(response, dict) else None
+        turn = self.responses.get(str(key)) if key is not None else None
+        if turn is None:
+            return False
+        kept = turn["metadata"][SPACE]["model_response"]
+        return bool(kept is response or kept == response)
 
     def turn(self, response: dict[str, Any], where: str, first: dict[str, Any]) -> Row | None:
         """The assistant turn of one model response, from its first choice's message."""
@@ -461,10 +507,16 @@ class _Reader:
             return
         if not self.checked(has_id, metadata, "tool_call_id", entry, "tool_call_metadata"):
             return
+        response = metadata.get("model_response")
+        if "model_response" in metadata and not self.repeated(response):
+            if not self.storable(response, entry, "tool_call_metadata.model_response"):
+                return
+        else:
+            metadata = without(metadata, "model_response")
         result = _event_row("tool", event["content"], event, used=("content",))
         result["metadata"] = {"tool_call_id": metadata["tool_call_id"], **result["metadata"]}
         kept = result["metadata"][SPACE]
-        kept["tool_call_metadata"] = without(metadata, "model_response")
+        kept["tool_call_metadata"] = metadata
         if kind == "error":
             result["metadata"]["is_error"] = True
             if _not_executed(event):
@@ -523,7 +575,7 @@ class _Reader:
             )
             return
         parts, part_keys = self.sdk_parts(message.get("content"), f"{where}.content")
-        calls = message.get("tool_calls") or []
+        calls = (message.get("tool_calls") or []) if role == "assistant" else []
         if not isinstance(calls, list):
             self.problems.add(
                 f"{where}.tool_calls", f"must be a list of calls, not {describe(calls)}"
@@ -539,7 +591,7 @@ class _Reader:
         if part_keys:
             kept["part_keys"] = part_keys
         metadata: dict[str, Any] = {SPACE: kept, "facts": {"time": event["timestamp"]}}
-        if declared and role == "assistant":
+        if declared:
             metadata["tool_calls"] = declared
         self.add(row(role, parts, metadata))
 
@@ -553,7 +605,6 @@ class _Reader:
             if isinstance(response, str) and response
             else f"event {event['id']}"
         )
-        thought, part_keys = self.sdk_parts(event.get("thought", []), self.place(entry, "thought"))
         turn = self.turns.get(key)
         if turn is None:
             kept: dict[str, Any] = {"actions": []}
@@ -564,8 +615,13 @@ class _Reader:
             )
             self.turns[key] = turn
             self.add(turn)
+        content = turn["content"] or []
+        thought, part_keys = self.sdk_parts(
+            event.get("thought", []), self.place(entry, "thought"), first=len(content)
+        )
         if thought:
-            turn["content"] = [*(turn["content"] or []), *thought]
+            content.extend(thought)
+            turn["content"] = content
         if part_keys:
             turn["metadata"][SPACE].setdefault("part_keys", {}).update(part_keys)
         turn["metadata"]["tool_calls"].append(call)
@@ -626,9 +682,12 @@ class _Reader:
         metadata["facts"] = {"time": event["timestamp"]}
         self.add(row("tool", content, metadata))
 
-    def sdk_parts(self, content: object, where: str) -> tuple[list[Any], dict[str, Any]]:
+    def sdk_parts(
+        self, content: object, where: str, *, first: int = 0
+    ) -> tuple[list[Any], dict[str, Any]]:
         """SDK content as content parts: text parts in the plain spelling (their other keys,
-        when not the defaults, by index), other parts as they are."""
+        when not the defaults, by their index in the message's content, whose parts before
+        these are ``first``), other parts as they are."""
         if content is None:
             return [], {}
         if isinstance(content, str):
@@ -647,7 +706,7 @@ class _Reader:
                 parts.append(_text_part(part["text"]))
                 own = without(part, "type", "text")
                 if any(TEXT_PART_DEFAULTS.get(k, _UNSET) != v for k, v in own.items()):
-                    keys[str(index)] = own
+                    keys[str(first + index)] = own
             else:
                 parts.append(part)
         return parts, keys
@@ -718,12 +777,12 @@ def _event_row(
     return row(role, content, {SPACE: kept, "facts": {"time": event["timestamp"]}})
 
 
-def _with_images(args: dict[str, Any]) -> object:
-    urls = [url for url in args.get("image_urls") or [] if isinstance(url, str)]
+def _with_images(text: str, urls: list[str]) -> object:
+    """A message's text and its images as ``image_url`` parts (its text alone without)."""
     if not urls:
-        return args["content"]
+        return text
     images = [{"type": "image_url", "image_url": {"url": url}} for url in urls]
-    return [_text_part(args["content"]), *images] if args["content"] else images
+    return [_text_part(text), *images] if text else images
 
 
 def _with_final(content: object, args: dict[str, Any]) -> object:

@@ -20,8 +20,9 @@ What is read, and where the rest is kept:
   ``environment``, ``replay_config`` as written (a JSON string since late 2024, an object
   before), ``trajectory`` and a retry agent's ``attempts``. The steps' ``query`` (before
   1.1.0 ``messages``) is left out: it is the history as sent at that step, so it repeats
-  the conversation once per step. A ``replay_config`` of more than 64 KB is left out too,
-  and the reading says so among what it skipped.
+  the conversation once per step; each is reported among what the reading skipped
+  (``trajectory[3].query``), and a step's ``query`` that is not a list of messages is kept.
+  A ``replay_config`` of more than 64 KB is left out too, and reported the same way.
 - Text-only histories (0.x and non-function-calling configs: the command is in the
   assistant's text and the next user message is its output) import as plain messages:
   there is nothing to pair and nothing to heal.
@@ -95,6 +96,7 @@ from .common import (
     storable,
     without,
 )
+from .litellm_facts import response_facts
 from .source import Format, Reading, Skipped, Source
 
 SPACE = "swe_agent"
@@ -102,6 +104,7 @@ ROLES = ("system", "user", "assistant", "tool")
 CALL_KEYS = ("id", "type", "function")
 STEP_QUERIES = ("query", "messages")
 """What a trajectory step holds of the messages sent at that step (``messages`` before 1.1.0)."""
+REPEATS_HISTORY = "repeats the history the model was sent"
 REPLAY_CONFIG_LIMIT = 64 * 1024
 MINI = "mini-swe-agent"
 MINI_V1 = "mini-swe-agent-1"
@@ -181,13 +184,18 @@ def _trajectory_fields(
         if name == "history":
             continue
         if name == "trajectory":
-            value = _without_queries(value)
+            value = _without_queries(value, name, skipped)
         elif name == "attempts" and isinstance(value, list):
             value = [
-                {**attempt, "trajectory": _without_queries(attempt["trajectory"])}
+                {
+                    **attempt,
+                    "trajectory": _without_queries(
+                        attempt["trajectory"], f"{name}[{index}].trajectory", skipped
+                    ),
+                }
                 if isinstance(attempt, dict) and "trajectory" in attempt
                 else attempt
-                for attempt in value
+                for index, attempt in enumerate(value)
             ]
         elif name == "replay_config" and (size := _size(value)) > REPLAY_CONFIG_LIMIT:
             skipped.append(
@@ -203,10 +211,19 @@ def _trajectory_fields(
     return kept, skipped
 
 
-def _without_queries(steps: object) -> object:
+def _without_queries(steps: object, where: str, skipped: list[Skipped]) -> object:
+    """The steps less the messages each was sent (a list under ``query`` or ``messages``),
+    each said to be left out."""
     if not isinstance(steps, list):
         return steps
-    return [without(step, *STEP_QUERIES) if isinstance(step, dict) else step for step in steps]
+    kept: list[object] = []
+    for index, step in enumerate(steps):
+        if isinstance(step, dict):
+            queries = [key for key in STEP_QUERIES if isinstance(step.get(key), list)]
+            skipped.extend(Skipped(f"{where}[{index}].{key}", REPEATS_HISTORY) for key in queries)
+            step = without(step, *queries)
+        kept.append(step)
+    return kept
 
 
 def _size(value: object) -> int:
@@ -384,43 +401,6 @@ def _utc(timestamp: object) -> str | None:
         return datetime.fromtimestamp(timestamp, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
         return None
-
-
-# What people want to see of a LiteLLM response (OpenHands keeps the same responses).
-
-
-def response_facts(response: object) -> dict[str, Any]:
-    """``model``, ``usage`` and ``finish_reason`` of an OpenAI-shaped (LiteLLM) response."""
-    if not isinstance(response, dict):
-        return {}
-    facts: dict[str, Any] = {}
-    if isinstance(response.get("model"), str):
-        facts["model"] = response["model"]
-    if usage := usage_facts(response.get("usage")):
-        facts["usage"] = usage
-    choices = response.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices else None
-    if isinstance(first, dict) and isinstance(first.get("finish_reason"), str):
-        facts["finish_reason"] = first["finish_reason"]
-    return facts
-
-
-def usage_facts(usage: object) -> dict[str, int]:
-    """OpenAI usage counts as ``{"input", "output", "cached", "reasoning", "total"}``."""
-    if not isinstance(usage, dict):
-        return {}
-    counts = {
-        "input": usage.get("prompt_tokens"),
-        "output": usage.get("completion_tokens"),
-        "cached": inner(usage, "prompt_tokens_details").get("cached_tokens"),
-        "reasoning": inner(usage, "completion_tokens_details").get("reasoning_tokens"),
-        "total": usage.get("total_tokens"),
-    }
-    return {
-        name: count
-        for name, count in counts.items()
-        if isinstance(count, int) and not isinstance(count, bool)
-    }
 
 
 FORMAT = Format(
