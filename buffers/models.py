@@ -430,3 +430,28 @@ class SignInLink(models.Model):
         if not cls.objects.usable().filter(pk=link.pk).update(used_at=timezone.now()):
             return None, "used"
         return link.user, ""
+
+
+class TracedMessage(models.Model):
+    """A message a live trace sent (OpenTelemetry ingest), by its place among the
+    conversation's traced messages: its digest, and the buffer index of the first row it
+    became. A later span's input repeats these; comparing digests at a few places tells
+    the stored prefix from what is new, or from a history the agent rewrote, without
+    reading the buffer (docs/decisions.md, "Live ingest")."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.DB_CASCADE, related_name="traced_messages"
+    )
+    position = models.IntegerField()
+    digest = models.CharField(max_length=64)
+    row = models.IntegerField(help_text="The buffer index of the first row it became.")
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(
+                fields=["conversation", "position"], name="traced_message_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"traced message {self.position} of conversation {self.conversation_id}"

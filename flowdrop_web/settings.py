@@ -106,6 +106,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # of about 200,000 messages.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
 
+# The largest OTLP trace request taken, as sent and once inflated (gzip).
+FLOWDROP_OTLP_MAX_BYTES = int(os.environ.get("FLOWDROP_OTLP_MAX_BYTES", str(32 * 1024 * 1024)))
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "buffers:conversation_list"
 LOGOUT_REDIRECT_URL = "login"

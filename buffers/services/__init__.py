@@ -15,6 +15,8 @@ The package, by concern (callers use the names re-exported here):
 - ``imports``: storing transcripts verbatim (``ConversationIn``,
   ``import_conversations``): checks, then bulk inserts.
 - ``ownership``: ``give_ownerless``.
+- ``ingest``: live traces (``ingest_model_calls``): each model call's new messages stored
+  verbatim in its conversation, recognized by digests, never by reading the buffer.
 - ``locking``: ``with_buffer_lock``, bounded transactions and ``BufferBusy``,
   advisory locks; ``ConversationNotFound``.
 - ``layout``: where rows go in a buffer's blocks: making room, shifting slots and
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from .appends import MAX_BATCH, append_messages
 from .imports import ConversationIn, import_conversations
+from .ingest import Ingested, ingest_model_calls
 from .journal import Actor, Writer
 from .locking import BufferBusy, ConversationNotFound, with_buffer_lock
 from .ownership import give_ownerless
@@ -38,6 +41,7 @@ __all__ = [
     "BufferBusy",
     "ConversationIn",
     "ConversationNotFound",
+    "Ingested",
     "Writer",
     "append_messages",
     "delete_message",
@@ -45,6 +49,7 @@ __all__ = [
     "give_ownerless",
     "heal_conversation",
     "import_conversations",
+    "ingest_model_calls",
     "preview_append",
     "preview_heal",
     "resolve_scope",

@@ -1,0 +1,67 @@
+"""Live OTLP ingest, the pure part: an OTLP/HTTP trace request decoded into spans
+(``decode``), a span read as a model call in any of the four conventions that put
+conversations on spans (``spans``), and the answers OTLP/HTTP gives (``answers``).
+
+The caller (the endpoint and the storage service) decodes a request, reads each span,
+groups the model calls by ``conversation_id`` (else trace id), recognizes the stored
+prefix of a call's input by the ``digest`` of each message, and stores the new messages'
+``rows``.
+"""
+
+from __future__ import annotations
+
+from .answers import (
+    INVALID_ARGUMENT,
+    RESOURCE_EXHAUSTED,
+    UNAUTHENTICATED,
+    export_response,
+    rpc_status,
+)
+from .decode import (
+    JSON,
+    PROTOBUF,
+    Decoded,
+    Scope,
+    Span,
+    SpanEvent,
+    Status,
+    Unreadable,
+    UnsupportedType,
+    decode_traces,
+    media_type,
+)
+from .spans import (
+    ModelCall,
+    RawMessage,
+    Refusal,
+    claims_model_call,
+    digest,
+    model_call,
+    rows,
+)
+
+__all__ = [
+    "INVALID_ARGUMENT",
+    "JSON",
+    "PROTOBUF",
+    "RESOURCE_EXHAUSTED",
+    "UNAUTHENTICATED",
+    "Decoded",
+    "ModelCall",
+    "RawMessage",
+    "Refusal",
+    "Scope",
+    "Span",
+    "SpanEvent",
+    "Status",
+    "Unreadable",
+    "UnsupportedType",
+    "claims_model_call",
+    "decode_traces",
+    "digest",
+    "export_response",
+    "media_type",
+    "model_call",
+    "rows",
+    "rpc_status",
+]

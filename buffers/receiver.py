@@ -1,0 +1,126 @@
+"""The OTLP/HTTP trace receiver: ``POST /api/otel/v1/traces``.
+
+An agent's OpenTelemetry exporter, pointed here with an API token, is the whole set-up:
+
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://host:8000/api/otel/v1/traces
+    OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer fdw_...
+
+It answers as the OTLP specification says a server does: the request's own encoding
+(protobuf or JSON) back; ``200`` with an ``ExportTraceServiceResponse``, whose
+``partial_success`` counts the spans that could not be read and says why; ``400`` with a
+``google.rpc.Status`` for a request that cannot be parsed; ``401`` without a valid token;
+``413`` past the size limit, checked on the body as sent and again as it inflates (a
+small gzip cannot become a large body); ``415`` for another content type. The model calls
+its spans hold go to ``services.ingest_model_calls``; other spans are counted and left.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from . import access, services
+from .healing import otlp
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@csrf_exempt
+@require_POST
+def traces(request: HttpRequest) -> HttpResponse:
+    given = otlp.media_type(request.headers.get("Content-Type", ""))
+    encoding = given or otlp.JSON
+    try:
+        user = _user(request)
+        if given is None:
+            raise _Refused(
+                415,
+                otlp.INVALID_ARGUMENT,
+                f"Content-Type must be {otlp.PROTOBUF} or {otlp.JSON}, "
+                f"not {request.content_type!r}.",
+            )
+        body = _body(request)
+        try:
+            decoded = otlp.decode_traces(body, encoding)
+        except otlp.Unreadable as unreadable:
+            raise _Refused(400, otlp.INVALID_ARGUMENT, str(unreadable)) from None
+    except _Refused as refused:
+        answer = otlp.rpc_status(encoding, refused.message, refused.code)
+        response = HttpResponse(answer, content_type=encoding, status=refused.status)
+        if refused.status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="FlowDrop Web"'
+        return response
+
+    calls: list[otlp.ModelCall] = []
+    rejected: list[str] = []
+    for span in decoded.spans:
+        read = otlp.model_call(span)
+        if isinstance(read, otlp.Refusal):
+            rejected.append(read.reason)
+        elif read is not None:
+            calls.append(read)
+    done = services.ingest_model_calls(calls, owner=user)
+    rejected += [f"span {span}: {why}" for span, why in done.rejected]
+    shown = "; ".join(rejected[:10])
+    more = f" (and {len(rejected) - 10} more)" if len(rejected) > 10 else ""
+    answer = otlp.export_response(encoding, len(rejected), shown + more if rejected else "")
+    return HttpResponse(answer, content_type=encoding, status=200)
+
+
+def _user(request: HttpRequest) -> Any:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    user = access.user_for_token(token.strip()) if scheme.lower() == "bearer" else None
+    if user is None:
+        raise _Refused(
+            401,
+            otlp.UNAUTHENTICATED,
+            "An API token is needed: send Authorization: Bearer fdw_... "
+            "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer fdw_...).",
+        )
+    return user
+
+
+def _body(request: HttpRequest) -> bytes:
+    limit = settings.FLOWDROP_OTLP_MAX_BYTES
+    too_big = _Refused(413, otlp.RESOURCE_EXHAUSTED, f"The request is larger than {limit:,} bytes.")
+    try:
+        sent = int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        sent = 0
+    if sent > limit:
+        raise too_big
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise too_big from None
+    if len(body) > limit:
+        raise too_big
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding != "gzip":
+        raise _Refused(415, otlp.INVALID_ARGUMENT, f"Content-Encoding {encoding!r} is not gzip.")
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        inflated = inflater.decompress(body, limit + 1)
+        if len(inflated) > limit or inflater.unconsumed_tail:
+            raise too_big
+        inflated += inflater.flush()
+    except zlib.error as error:
+        raise _Refused(400, otlp.INVALID_ARGUMENT, f"The body is not gzip: {error}.") from None
+    if len(inflated) > limit:
+        raise too_big
+    if not inflater.eof:
+        raise _Refused(400, otlp.INVALID_ARGUMENT, "The gzip body is cut off.")
+    return inflated

@@ -1,0 +1,489 @@
+"""Live ingest: an agent's OpenTelemetry exporter pointed at /api/otel/v1/traces with a token
+is the whole set-up. Crashed runs show up marked; later spans continue their conversation
+with nothing duplicated, in any order and sent twice; a rewritten history branches; other
+people's conversation ids never reach theirs; bad requests get OTLP's answers. The client
+is the real OpenTelemetry SDK and its OTLP/HTTP exporter, against a live server."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from google.protobuf import json_format
+from google.rpc.status_pb2 import Status as RpcStatus  # type: ignore[import-untyped]
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+from pytest_django.live_server_helper import LiveServer
+
+from buffers import selectors
+from buffers.models import ApiToken, BufferChange, Conversation
+from tests.buffers import signed_in
+from tests.integrity import assert_consistent
+
+URL = "/api/otel/v1/traces"
+PROTOBUF = "application/x-protobuf"
+
+USER = {"role": "user", "parts": [{"type": "text", "content": "Refund order A-10442."}]}
+LOOKUP = {
+    "role": "assistant",
+    "parts": [
+        {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"order": "A-10442"}}
+    ],
+    "finish_reason": "tool_call",
+}
+FOUND = {
+    "role": "tool",
+    "parts": [{"type": "tool_call_response", "id": "call_1", "response": "delivered"}],
+}
+REFUND = {
+    "role": "assistant",
+    "parts": [{"type": "tool_call", "id": "call_2", "name": "refund", "arguments": {"amount": 89}}],
+    "finish_reason": "tool_call",
+}
+REFUNDED = {
+    "role": "tool",
+    "parts": [{"type": "tool_call_response", "id": "call_2", "response": "refunded"}],
+}
+DONE = {"role": "assistant", "parts": [{"type": "text", "content": "Refunded."}]}
+
+
+def chat(
+    tracer: Tracer,
+    inputs: list[dict[str, Any]],
+    outputs: list[dict[str, Any]],
+    conversation: str | None = "conv-1",
+    **extra: Any,
+) -> None:
+    """One model call as the GenAI semantic conventions record it."""
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 12,
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps(outputs),
+        **extra,
+    }
+    if conversation is not None:
+        attributes["gen_ai.conversation.id"] = conversation
+    with tracer.start_as_current_span("chat gpt-4o-mini", attributes=attributes):
+        pass
+
+
+def spans_of(build: Callable[[Tracer], None]) -> tuple[ReadableSpan, ...]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "support-bot"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    build(provider.get_tracer("tests"))
+    provider.shutdown()
+    return exporter.get_finished_spans()
+
+
+def request_of(build: Callable[[Tracer], None]) -> ExportTraceServiceRequest:
+    return encode_spans(spans_of(build))
+
+
+def otlp_json(request: ExportTraceServiceRequest) -> bytes:
+    """OTLP/JSON: the protobuf JSON mapping with enums as integers and ids in hex."""
+    document = json_format.MessageToDict(request, use_integers_for_enums=True)
+
+    def hexed(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: base64.b64decode(held).hex()
+                if key in ("traceId", "spanId", "parentSpanId")
+                else hexed(held)
+                for key, held in value.items()
+            }
+        if isinstance(value, list):
+            return [hexed(held) for held in value]
+        return value
+
+    return orjson.dumps(hexed(document))
+
+
+@pytest.fixture
+def token(db: None) -> str:
+    user, _ = User.objects.get_or_create(username="agent-owner")
+    return ApiToken.issue(user, "agent")[1]
+
+
+def post(
+    client: Client, body: bytes, token: str | None, content_type: str = PROTOBUF, **headers: str
+) -> Any:
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return client.generic("POST", URL, body, content_type=content_type, headers=headers)
+
+
+def send(client: Client, token: str, build: Callable[[Tracer], None]) -> ExportTraceServiceResponse:
+    response = post(client, request_of(build).SerializeToString(), token)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == PROTOBUF
+    return ExportTraceServiceResponse.FromString(response.content)
+
+
+def buffer(conversation: Conversation) -> list[dict[str, Any]]:
+    return [m.as_stored() for m in selectors.buffer_messages(conversation)]
+
+
+def roles(conversation: Conversation) -> list[str]:
+    return [m["role"] for m in buffer(conversation)]
+
+
+# With the real exporter, against a live server.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_exporting_with_the_sdk_needs_only_the_endpoint_and_a_token(
+    live_server: LiveServer, token: str
+) -> None:
+    def run(headers: dict[str, str]) -> bool:
+        exporter = OTLPSpanExporter(endpoint=f"{live_server.url}{URL}", headers=headers)
+        provider = TracerProvider(resource=Resource.create({"service.name": "support-bot"}))
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        tracer = provider.get_tracer("agent")
+        chat(tracer, [USER], [LOOKUP])
+        chat(tracer, [USER, LOOKUP, FOUND], [REFUND])  # then the process died
+        chat(tracer, [USER], [DONE], conversation="conv-2")
+        provider.shutdown()
+        return True
+
+    run({"Authorization": "Bearer not-a-token"})
+    assert not Conversation.objects.exists()
+
+    run({"Authorization": f"Bearer {token}"})
+
+    first, second = Conversation.objects.order_by("pk")
+    assert roles(first) == ["user", "assistant", "tool", "assistant"]
+    assert first.unanswered_count == 1
+    assert first.source == "OpenTelemetry"
+    assert first.title == "support-bot: Refund order A-10442."
+    assert roles(second) == ["user", "assistant"]
+    assert second.unanswered_count == 0
+
+    run_later = OTLPSpanExporter(
+        endpoint=f"{live_server.url}{URL}", headers={"Authorization": f"Bearer {token}"}
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(run_later))
+    chat(provider.get_tracer("agent"), [USER, LOOKUP, FOUND, REFUND, REFUNDED], [DONE])
+    provider.shutdown()
+
+    first.refresh_from_db()
+    assert roles(first) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert first.unanswered_count == 0
+    assert_consistent(first)
+
+
+# Through the test client: the same HTTP stack, every case.
+
+
+@pytest.mark.django_db
+def test_each_span_adds_only_what_is_new_with_its_facts_on_the_answer(
+    client: Client, token: str
+) -> None:
+    send(client, token, lambda t: chat(t, [USER], [LOOKUP]))
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND]))
+
+    conversation = Conversation.objects.get()
+    stored = buffer(conversation)
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+    facts = stored[3]["metadata"]["facts"]
+    assert facts["model"] == "gpt-4o-mini"
+    assert facts["usage"]["input"] == 120
+    assert "latency_ms" in facts
+    assert facts["finish_reason"] == "tool_call"
+    assert BufferChange.objects.filter(conversation=conversation, via="otlp").count() == 2
+    assert conversation.healed_count == 0  # stored as sent, never healed
+
+
+@pytest.mark.django_db
+def test_spans_out_of_order_and_sent_twice_give_the_same_buffer(client: Client, token: str) -> None:
+    early = request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString()
+    late = request_of(lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND])).SerializeToString()
+
+    for body in (late, early, late, early):
+        assert post(client, body, token).status_code == 200
+
+    conversation = Conversation.objects.get()
+    assert roles(conversation) == ["user", "assistant", "tool", "assistant"]
+    assert_consistent(conversation)
+
+
+@pytest.mark.django_db
+def test_the_json_encoding_and_gzip_are_read_and_answered_in_kind(
+    client: Client, token: str
+) -> None:
+    body = gzip.compress(otlp_json(request_of(lambda t: chat(t, [USER], [LOOKUP]))))
+
+    response = post(client, body, token, "application/json", **{"Content-Encoding": "gzip"})
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {}
+    assert roles(Conversation.objects.get()) == ["user", "assistant"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "convention",
+    ["semconv", "operation details event", "message events", "openinference", "openllmetry"],
+)
+def test_each_convention_agents_write_becomes_the_same_conversation(
+    client: Client, token: str, convention: str
+) -> None:
+    def build(tracer: Tracer) -> None:
+        text = "Refund order A-10442."
+        call = ("call_1", "lookup", '{"order": "A-10442"}')
+        if convention == "semconv":
+            chat(tracer, [USER], [LOOKUP], conversation=None)
+            return
+        with tracer.start_as_current_span("chat gpt-4o-mini") as span:
+            if convention == "operation details event":
+                span.set_attribute("gen_ai.operation.name", "chat")
+                span.add_event(
+                    "gen_ai.client.inference.operation.details",
+                    {
+                        "gen_ai.input.messages": json.dumps([USER]),
+                        "gen_ai.output.messages": json.dumps([LOOKUP]),
+                    },
+                )
+            elif convention == "message events":
+                span.set_attribute("gen_ai.operation.name", "chat")
+                span.add_event("gen_ai.user.message", {"content": text})
+                span.add_event(
+                    "gen_ai.choice",
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": json.dumps(
+                            {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    {
+                                        "id": call[0],
+                                        "type": "function",
+                                        "function": {"name": call[1], "arguments": call[2]},
+                                    }
+                                ],
+                            }
+                        ),
+                    },
+                )
+            elif convention == "openinference":
+                span.set_attributes(
+                    {
+                        "openinference.span.kind": "LLM",
+                        "llm.model_name": "gpt-4o-mini",
+                        "llm.input_messages.0.message.role": "user",
+                        "llm.input_messages.0.message.content": text,
+                        "llm.output_messages.0.message.role": "assistant",
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.id": call[0],
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": (
+                            call[1]
+                        ),
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": (
+                            call[2]
+                        ),
+                    }
+                )
+            else:
+                span.set_attributes(
+                    {
+                        "gen_ai.system": "openai",
+                        "llm.request.type": "chat",
+                        "gen_ai.request.model": "gpt-4o-mini",
+                        "gen_ai.prompt.0.role": "user",
+                        "gen_ai.prompt.0.content": text,
+                        "gen_ai.completion.0.role": "assistant",
+                        "gen_ai.completion.0.finish_reason": "tool_calls",
+                        "gen_ai.completion.0.tool_calls.0.id": call[0],
+                        "gen_ai.completion.0.tool_calls.0.name": call[1],
+                        "gen_ai.completion.0.tool_calls.0.arguments": call[2],
+                    }
+                )
+
+    answer = send(client, token, build)
+
+    assert not answer.HasField("partial_success")
+    conversation = Conversation.objects.get()
+    stored = buffer(conversation)
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[0]["content"] == "Refund order A-10442."
+    [declared] = stored[1]["metadata"]["tool_calls"]
+    assert declared["id"] == "call_1"
+    assert declared["function"]["name"] == "lookup"
+    assert conversation.unanswered_count == 1
+
+
+@pytest.mark.django_db
+def test_spans_that_are_not_model_calls_are_counted_out_never_an_error(
+    client: Client, token: str
+) -> None:
+    def build(tracer: Tracer) -> None:
+        with tracer.start_as_current_span("GET /orders", attributes={"http.method": "GET"}):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool lookup",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"},
+        ):
+            pass
+
+    answer = send(client, token, build)
+
+    assert not answer.HasField("partial_success")
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_rewritten_history_branches_into_a_conversation_that_says_where(
+    client: Client, token: str
+) -> None:
+    send(client, token, lambda t: chat(t, [USER], [LOOKUP]))
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND]))
+    other = {"role": "user", "parts": [{"type": "text", "content": "Cancel it instead."}]}
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND, other], [DONE]))
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND, other, DONE, USER], [DONE]))
+
+    first, branch = Conversation.objects.order_by("pk")
+    assert roles(first) == ["user", "assistant", "tool", "assistant"]
+    assert [m["content"] for m in buffer(branch)][3:5] == ["Cancel it instead.", "Refunded."]
+    assert len(buffer(branch)) == 7
+    assert branch.metadata["otel"]["branched_from"]["conversation"] == first.pk
+    assert branch.metadata["otel"]["branched_from"]["at"] == 3
+    assert first.metadata["otel"]["branches"] == [{"conversation": branch.pk, "at": 3}]
+    owner = signed_in(User.objects.get(username="agent-owner"))
+    assert f"/c/{first.pk}/" in owner.get(f"/c/{branch.pk}/").text
+    assert f"/c/{branch.pk}/" in owner.get(f"/c/{first.pk}/").text
+
+
+@pytest.mark.django_db
+def test_someone_elses_conversation_id_makes_a_new_conversation_of_ones_own(
+    client: Client, token: str
+) -> None:
+    send(client, token, lambda t: chat(t, [USER], [LOOKUP]))
+    other = User.objects.create_user("other-team")
+    their_token = ApiToken.issue(other, "theirs")[1]
+
+    send(client, their_token, lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND]))
+
+    mine, theirs = Conversation.objects.order_by("pk")
+    assert roles(mine) == ["user", "assistant"]
+    assert theirs.owner == other
+    assert roles(theirs) == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.django_db
+def test_without_a_valid_token_the_answer_is_401_and_nothing_is_stored(
+    client: Client, token: str
+) -> None:
+    body = request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString()
+
+    for sent in (None, "fdw_not-a-token"):
+        response = post(client, body, sent)
+        assert response.status_code == 401
+        assert response["WWW-Authenticate"].startswith("Bearer")
+        assert RpcStatus.FromString(response.content).code == 16
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"\x0a\xff\xff\xff\xff\x0f", PROTOBUF),
+        (b"not protobuf at all", PROTOBUF),
+        (b'{"resourceSpans": 7}', "application/json"),
+        (b"{not json", "application/json"),
+    ],
+)
+def test_a_request_that_cannot_be_parsed_is_a_400_with_a_status(
+    client: Client, token: str, body: bytes, content_type: str
+) -> None:
+    response = post(client, body, token, content_type)
+
+    assert response.status_code == 400
+    if content_type == PROTOBUF:
+        status = RpcStatus.FromString(response.content)
+        assert status.code == 3
+        assert status.message
+    else:
+        assert response.json()["code"] == 3
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_gzip_bomb_is_a_413_before_it_inflates(client: Client, token: str, settings: Any) -> None:
+    settings.FLOWDROP_OTLP_MAX_BYTES = 1024 * 1024
+    bomb = gzip.compress(b"\x00" * (20 * 1024 * 1024))
+    assert len(bomb) < 64 * 1024
+
+    response = post(client, bomb, token, **{"Content-Encoding": "gzip"})
+
+    assert response.status_code == 413
+    assert RpcStatus.FromString(response.content).code == 8
+
+
+@pytest.mark.django_db
+def test_a_body_larger_than_the_limit_is_a_413(client: Client, token: str, settings: Any) -> None:
+    settings.FLOWDROP_OTLP_MAX_BYTES = 1000
+
+    response = post(client, b"\x0a" * 2000, token)
+
+    assert response.status_code == 413
+
+
+@pytest.mark.django_db
+def test_another_content_type_is_a_415(client: Client, token: str) -> None:
+    response = post(client, b"hello", token, "text/plain")
+
+    assert response.status_code == 415
+
+
+@pytest.mark.django_db
+def test_a_span_whose_content_cannot_be_read_is_counted_in_partial_success(
+    client: Client, token: str
+) -> None:
+    def build(tracer: Tracer) -> None:
+        chat(tracer, [USER], [LOOKUP])
+        with tracer.start_as_current_span(
+            "chat broken",
+            attributes={"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[{]"},
+        ):
+            pass
+
+    answer = send(client, token, build)
+
+    assert answer.partial_success.rejected_spans == 1
+    assert "gen_ai.input.messages" in answer.partial_success.error_message
+    assert roles(Conversation.objects.get()) == ["user", "assistant"]
+
+
+@pytest.mark.django_db
+def test_ten_thousand_spans_in_one_request_are_all_stored(client: Client, token: str) -> None:
+    def build(tracer: Tracer) -> None:
+        for n in range(10_000):
+            chat(tracer, [USER], [DONE], conversation=f"c{n % 50}")
+
+    answer = send(client, token, build)
+
+    assert not answer.HasField("partial_success")
+    assert Conversation.objects.count() == 50
+    assert {c.message_count for c in Conversation.objects.all()} == {2}
