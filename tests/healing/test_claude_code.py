@@ -5,8 +5,11 @@ answered in its own events."""
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -668,6 +671,38 @@ def test_no_provider_sample_fits(format: str) -> None:
     assert not fits(as_lines)
 
 
+def test_openai_chat_bodies_with_one_stray_claude_event_do_not_fit() -> None:
+    body = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    stray = prompt("u1", None, "Hi.")
+
+    assert not fits(parse_lines("\n".join([body, body, stray, body])))
+    assert not fits(parse_lines("\n".join([stray, body, body])))
+
+
+def test_a_codex_rollout_with_one_stray_claude_event_does_not_fit() -> None:
+    rollout = (FIXTURES / "codex" / "clean.jsonl").read_text().rstrip("\n").split("\n")
+
+    assert not fits(parse_lines("\n".join([*rollout[:3], prompt("u1", None, "Hi."), *rollout[3:]])))
+
+
+def test_the_clis_stream_json_output_with_one_stray_event_does_not_fit() -> None:
+    stream = [
+        {"type": "system", "subtype": "init", "session_id": "s", "tools": []},
+        {"type": "assistant", "message": {"role": "assistant", "content": []}, "session_id": "s"},
+        {"type": "result", "subtype": "success", "session_id": "s"},
+    ]
+    lines = [json.dumps(line) for line in stream]
+
+    assert not fits(parse_lines("\n".join([*lines, prompt("u1", None, "Hi.")])))
+
+
+def test_a_session_with_a_few_odd_object_lines_still_fits() -> None:
+    lines = (CLAUDE / "clean.jsonl").read_text().rstrip("\n").split("\n")
+    odd = ['{"note": "no type"}', '{"type": "x-new-record", "data": 1}', "[1, 2]", "not json"]
+
+    assert fits(parse_lines("\n".join([*odd, *lines, *odd])))
+
+
 def test_the_clis_stream_json_output_is_another_format() -> None:
     stream = [
         {"type": "system", "subtype": "init", "session_id": "s", "tools": []},
@@ -901,6 +936,78 @@ def test_an_event_whose_parent_was_lost_with_the_result_points_at_the_new_result
     assert accepted(read_text(written))
 
 
+MIXED = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+
+
+def mixed_turn(*more: str) -> str:
+    """A turn of two calls whose only result event answers the first and also carries text
+    (the user's interruption), then whatever follows."""
+    return "\n".join(
+        [
+            prompt("u1", None, "Do two things."),
+            response("a1", "u1", "msg_1", tool_use("A")),
+            response("a2", "a1", "msg_1", tool_use("B")),
+            answer("r1", "a2", result("A"), {"type": "text", "text": "[Request interrupted]"}),
+            *more,
+        ]
+    )
+
+
+def test_a_healed_call_whose_turns_last_result_event_holds_text_is_answered_before_it() -> None:
+    text = mixed_turn(prompt("u2", "r1", "Go on."))
+    [converted] = read(parse_lines(text)).conversations
+    healed = heal(messages_of(converted))
+    assert accepted(healed)
+
+    written = write_native(healed, converted.metadata)
+
+    again = read_text(written)
+    assert [(m.role, healing.result_call_id(m)) for m in again] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "B"),
+        ("tool", "A"),
+        ("user", None),
+        ("user", None),
+    ]
+    assert unanswered(again) == []
+    assert accepted(again)
+    new = identity(MIXED, "B")
+    assert [line["uuid"] for line in lines_of(written)] == ["u1", "a1", "a2", new, "r1", "u2"]
+    chain = parents(written)
+    assert (chain[new], chain["r1"], chain["u2"]) == ("a2", new, "r1")
+    [r1] = [line for line in lines_of(written) if line["uuid"] == "r1"]
+    assert r1 == {**json.loads(text.split("\n")[3]), "parentUuid": new}
+
+
+def test_a_user_turn_after_a_healed_turn_ending_in_text_points_to_that_texts_event() -> None:
+    [converted] = read(parse_lines(mixed_turn())).conversations
+    found = messages_of(converted)
+    plan = healing.plan_append(
+        healing.facts_from_messages(found), [Message(role="user", content="Still there?")]
+    )
+
+    written = write_native(healing.apply_plan(found, plan), converted.metadata)
+
+    *_, placeholder, r1, typed = lines_of(written)
+    assert placeholder["message"]["content"][0]["tool_use_id"] == "B"
+    assert (r1["uuid"], r1["parentUuid"], typed["parentUuid"]) == ("r1", placeholder["uuid"], "r1")
+    again = read_text(written)
+    assert unanswered(again) == []
+    assert accepted(again)
+    assert again[-1].content == "Still there?"
+
+
+def test_an_event_after_a_healed_turn_ending_in_text_whose_parent_was_lost_points_to_it() -> None:
+    text = mixed_turn(prompt("u2", "lost", "Go on."))
+    [converted] = read(parse_lines(text)).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    assert parents(written)["u2"] == "r1"
+    assert accepted(read_text(written))
+
+
 def test_a_healed_streaming_turn_is_straightened_and_its_continuation_re_pointed() -> None:
     text = without_line(SUBAGENT, 4)
     [converted] = read(parse_lines(text)).conversations
@@ -934,6 +1041,24 @@ def test_the_file_name_is_the_session_id() -> None:
         "e3a71c58-2f94-4d0b-b6c1-7a9e04d2f816.jsonl"
     )
     assert native_name({}) == ""
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"claude_code": {"sessionId": 'a\nb"c\u00e9\u0661/../x'}},
+        {"claude_code": {"subagent_of": {}, "agentId": "\u00e9a\r\nContent-Type: x\u2028"}},
+    ],
+    ids=["session", "subagent"],
+)
+def test_a_file_name_from_the_files_own_data_is_ascii_letters_digits_dots_and_dashes(
+    metadata: dict[str, Any],
+) -> None:
+    name = native_name(metadata)
+
+    assert re.fullmatch(r"[A-Za-z0-9._-]+\.jsonl", name)
+    assert name.endswith(".jsonl")
+    assert "/" not in name
 
 
 # Any lines: read or refused with InvalidInput, never an exception; what is read writes back.
@@ -1032,3 +1157,98 @@ def test_any_lines_of_a_session_healed_and_written_back_read_again_with_every_ca
         written = write_native(healed, converted.metadata)
         [again, *_] = read(parse_lines(written)).conversations
         assert unanswered(messages_of(again)) == []
+
+
+def test_a_kept_line_whose_uuid_is_no_string_is_written_back_in_a_healed_session() -> None:
+    odd = '{"type":"x-ide-selection-note","uuid":{"not":"a string"},"sessionId":"s"}'
+    text = (CLAUDE / "crashed.jsonl").read_text().replace("\n", f"\n{odd}\n", 1)
+    [converted] = read(parse_lines(text)).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    assert odd in written.split("\n")
+    assert unanswered(read_text(written)) == []
+
+
+# The fixtures' lines with values of other types, or keys dropped: read or refused with
+# InvalidInput, and what is read heals and writes back.
+
+SWAPS: list[Any] = [
+    None, 0, -1, 1.5, True, "", "x", "\u0000", [], [None], ["x"], {}, {"type": "text"},
+    {"type": None}, {"type": "tool_result"},
+]  # fmt: skip
+DROP = "(the key dropped)"
+
+
+def places(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every place inside ``value``: the keys and indexes that lead to it."""
+    yield at
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from places(inner, (*at, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from places(inner, (*at, index))
+
+
+def mutated(values: list[Any], data: st.DataObject) -> list[Any]:
+    """``values`` (a log's lines) with one to four places, in lines drawn at random, given
+    a value of another type or dropped."""
+    values = list(values)
+    for _ in range(data.draw(st.integers(1, 4), label="mutations")):
+        index = data.draw(st.integers(0, len(values) - 1), label="line")
+        line = values[index] = copy.deepcopy(values[index])
+        place = data.draw(st.sampled_from(list(places(line))), label="place")
+        new = copy.deepcopy(data.draw(st.sampled_from([DROP, *SWAPS]), label="value"))
+        if not place:
+            values[index] = None if new == DROP else new
+            continue
+        *path, last = place
+        inside = line
+        for step in path:
+            inside = inside[step]
+        if new == DROP:
+            del inside[last]
+        else:
+            inside[last] = new
+    return values
+
+
+def parsed_lines(path: Path) -> list[Any]:
+    found: list[Any] = []
+    for text in path.read_text().split("\n"):
+        try:
+            found.append(json.loads(text))
+        except json.JSONDecodeError:
+            continue
+    return found
+
+
+FIXTURE_VALUES = [parsed_lines(path) for path in ALL]
+NATIVE_NAME = re.compile(r"([A-Za-z0-9._-]+\.jsonl)?")
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(data=st.data())
+def test_fixture_lines_with_values_of_other_types_are_read_or_refused_and_written_back(
+    data: st.DataObject,
+) -> None:
+    values = mutated(data.draw(st.sampled_from(FIXTURE_VALUES), label="fixture"), data)
+    source = parse_lines("\n".join(json.dumps(value) for value in values))
+
+    fits(source)
+    try:
+        read_as = read(source)
+    except InvalidInput:
+        return
+    for converted in read_as.conversations:
+        assert NATIVE_NAME.fullmatch(native_name(converted.metadata))
+        found = messages_of(converted)
+        healed = heal(found)
+        try:
+            written = write_native(healed, converted.metadata)
+        except InvalidInput:
+            continue
+        again = read_text(written)
+        assert unanswered(again) == []
+        assert accepted(again) or not accepted(healed)

@@ -4,6 +4,7 @@ back as the rollout Codex resumes, with healed calls answered in Codex's own lin
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 from buffers import healing
 from buffers.healing import InvalidInput, Message
 from buffers.healing.formats import Converted, Reading, Source, detect_source, parse_lines
-from buffers.healing.formats.codex import FORMAT, fits, read, write_native
+from buffers.healing.formats.codex import FORMAT, fits, native_name, read, write_native
+from tests.healing.test_claude_code import NATIVE_NAME, mutated, parsed_lines
 from tests.healing.test_formats import SAMPLES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -724,6 +726,31 @@ def test_a_conversation_not_read_from_a_rollout_is_not_written_as_one() -> None:
     assert "has no Codex session_meta line" in problem.message
 
 
+def test_the_file_name_is_the_rollouts_start_and_session_id() -> None:
+    assert native_name(conversation("clean.jsonl").metadata) == (
+        "rollout-2026-02-23T14-05-07-019c8e21-4b7a-7d31-9f0e-3a5c2b8d41e6.jsonl"
+    )
+    assert native_name({}) == ""
+
+
+@pytest.mark.parametrize(
+    ("session", "started"),
+    [
+        ('a\nb"c', "2026-02-23T14:05:07.913Z"),
+        ("019c8e21", '2026-02-23"\r\nX-Y: 1\u00e9'),
+        ("\u0661\u00e9/../x", "2026-02-23T14:05:07\u2028"),
+    ],
+)
+def test_a_file_name_from_the_rollouts_own_data_is_ascii_letters_digits_dots_and_dashes(
+    session: str, started: str
+) -> None:
+    metadata = {"codex": {"session_meta": {"id": session, "timestamp": started}}}
+
+    name = native_name(metadata)
+
+    assert re.fullmatch(r"rollout-[A-Za-z0-9._-]+\.jsonl", name)
+
+
 def test_a_codex_conversation_exports_as_responses_with_its_calls_paired() -> None:
     converted = conversation("clean.jsonl")
     messages = healing.parse_messages(converted.messages, json_checked=True)
@@ -792,3 +819,33 @@ def test_any_lines_are_read_or_refused_never_an_exception(values: list[Any], hea
         return
     again = read(parse_lines(written))
     assert len(again.conversations[0].messages) == len(messages)
+
+
+# The fixtures' lines with values of other types, or keys dropped: read or refused with
+# InvalidInput, and what is read heals and writes back.
+
+FIXTURE_VALUES = [parsed_lines(path) for path in sorted(CODEX.glob("*.jsonl"))]
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(data=st.data())
+def test_fixture_lines_with_values_of_other_types_are_read_or_refused_and_written_back(
+    data: st.DataObject,
+) -> None:
+    values = mutated(data.draw(st.sampled_from(FIXTURE_VALUES), label="fixture"), data)
+    source = parse_lines("\n".join(json.dumps(value) for value in values))
+
+    fits(source)
+    try:
+        read_as = read(source)
+    except InvalidInput:
+        return
+    [converted] = read_as.conversations
+    assert NATIVE_NAME.fullmatch(native_name(converted.metadata))
+    healed = heal(healing.parse_messages(converted.messages, json_checked=True))
+    try:
+        written = write_native(healed, converted.metadata)
+    except InvalidInput:
+        return
+    [again] = read(parse_lines(written)).conversations
+    assert unanswered(healing.parse_messages(again.messages, json_checked=True)) == []

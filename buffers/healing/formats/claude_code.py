@@ -56,16 +56,10 @@ What is wrong inside a user or assistant event is refused, named by its line and
 (``line 8: message.content[0].tool_use_id: is missing``); so is such an event without
 a ``uuid``.
 
-Branches: a rewind (the user re-asks from an earlier point) writes the new prompt with
-the earlier parent, and the old branch stays in the file. The conversation is what
-``claude --resume`` sends: the chain from the last event (in file order) back to its
-root, through ``progress`` lines as the CLI bridges them, and across a compact boundary
-to its ``logicalParentUuid``; plus what the CLI joins back to it, the other lines of a
-response on it and the results of its calls (2.1.x chains parallel results to their
-own tool_use line). An event that is not on it, but whose own chain meets it, is on an
-abandoned branch: skipped, named ("on a branch the session left when the user re-asked
-at line 7"). Events whose chain never meets it (a broken chain, an older history the
-1.0.x compaction left as a separate root) are read: nothing shows they were abandoned.
+Branches (``claude_code_chain``): the conversation is what ``claude --resume`` sends,
+the chain from the session's last event back to its root and what the CLI joins back to
+it. An event that is not on it, but whose own chain meets it, is on an abandoned branch:
+skipped, named ("on a branch the session left when the user re-asked at line 7").
 
 Compaction: the CLI resumes a compacted session from its summary on, but the file keeps
 the history before it, and so does the conversation (it is the user's transcript):
@@ -80,9 +74,8 @@ is) and carries ``claude_code.subagent_of`` = ``{"sessionId", "tool_use_id"}``, 
 Task or Agent call that ran it when the file tells (its result's ``agentId``, else the
 call whose ``prompt`` is the subagent's first message); the main conversation's
 ``claude_code.subagents`` counts those read from its file, and it keeps their lines in
-place for writing. A
-file of sidechain events only (a subagent's own file) is one subagent conversation,
-whose ``subagent_of`` names its session.
+place for writing. A file of sidechain events only (a subagent's own file) is one
+subagent conversation, whose ``subagent_of`` names its session.
 
 Title: the last ``custom-title`` of the session (``/rename``), else the last
 ``ai-title``, else a ``summary`` whose ``leafUuid`` is an event of this file (the CLI
@@ -90,109 +83,46 @@ writes summaries of other sessions into each file), else "". Conversation metada
 ``sessionId``, ``cwd``, ``gitBranch``, ``slug``, ``agentId`` (the first of each), the
 ``versions`` that wrote the events, ``subagents``, ``compactions``.
 
-Writing back (``write_native``): every kept line (message lines, bookkeeping, skipped
-events kept) in its original order, as the CLI writes JSON (compact, keys in order), so
-that a clean session comes back line for line (on PostgreSQL, whose ``jsonb`` keeps no
-key order, with the keys in its order). A healed placeholder becomes the CLI's own
-result event, a ``user`` event whose first block is a ``tool_result`` (``is_error``
-true, the placeholder's text; ``toolUseResult`` "Error: <text>"), its envelope copied
-from the line that declared the call (``promptId`` from the turn's prompt,
-``sourceToolAssistantUUID`` where the file uses it), its uuid ``uuid5(NAMESPACE_URL,
-"<sessionId>:<call id>")``, its timestamp 1 ms after the line before it (never past the
-line after it). It is placed right after the turn's last line and the healed turn is
-straightened as the CLI of every version resumes it: the response's lines, its existing
-results, then the new ones, each pointing to the one before, and whatever pointed into
-the turn then points to its last line (so does the event right after it whose parent
-is no longer in the file, lost with the result). A user turn made in the app is a plain
-``user`` event at the end, pointing to the last event before it (an assistant turn made
-in the app, a ``<synthetic>`` assistant event; a system message made in the app has no
-place in a session and is refused). Not written back: blank lines, lines that are not
-JSON or not objects, the cut-off last line, bookkeeping that could not be stored.
-Nothing that was kept is regenerated, so nothing else is lost; a conversation not read
-from a Claude Code session is not written as one.
+Detection (``fits``) is a signature: a transcript event with the session's envelope, and
+the file's object lines mostly the CLI's (a string ``type`` with a key of the envelope,
+``sessionId``, ``uuid`` or ``parentUuid``, whatever the type; or one of the CLI's records
+that carry none, ``summary``, ``file-history-snapshot``...), so that another format's
+lines with one stray event pasted among them are not taken for a session; lines that are
+not JSON, and a few odd objects, are a log's junk.
+
+This module detects and reads; ``claude_code_chain`` follows the parentUuid chain (the
+first pass), ``claude_code_writer`` writes a session back (``write_native``,
+``native_name``), and ``claude_code_events`` names what the three share: the line types,
+the envelope's keys, the metadata key ``claude_code``.
 """
 
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from itertools import pairwise
 from typing import Any
 
 from buffers.healing.errors import InvalidInput, Problem
-from buffers.healing.ids import is_placeholder, usable_id
-from buffers.healing.messages import Message, describe
+from buffers.healing.messages import describe
 
 from . import anthropic
+from .claude_code_chain import Chain
+from .claude_code_events import BOOKKEEPING, CHAIN, MESSAGES, SPACE
+from .claude_code_writer import native_name, write_native
 from .common import (
     Converted,
     Problems,
     Row,
-    declared,
     has_text,
     is_object,
-    json_text,
     layout,
-    namespace,
     storable,
 )
 from .source import Entry, Format, Reading, Skipped, Source
 
-SPACE = "claude_code"
-MESSAGES = frozenset({"user", "assistant"})
-CHAIN = frozenset({"user", "assistant", "system", "attachment", "progress"})
-"""Event types that carry a uuid and sit in the parentUuid chain."""
-BOOKKEEPING = frozenset(
-    {
-        "system",
-        "attachment",
-        "progress",
-        "summary",
-        "custom-title",
-        "ai-title",
-        "last-prompt",
-        "file-history-snapshot",
-        "attribution-snapshot",
-        "queue-operation",
-        "tag",
-        "agent-name",
-        "agent-color",
-        "agent-setting",
-        "mode",
-        "permission-mode",
-        "worktree-state",
-        "pr-link",
-        "speculation-accept",
-        "content-replacement",
-        "marble-origami-commit",
-        "marble-origami-snapshot",
-        "checkpoint",
-    }
-)
-"""Line types the CLI writes that are never a message: kept in place for writing back."""
+__all__ = ["FORMAT", "fits", "native_name", "read", "write_native"]
+
 SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
-ENVELOPE = frozenset(
-    {
-        "parentUuid",
-        "logicalParentUuid",
-        "isSidechain",
-        "agentId",
-        "userType",
-        "entrypoint",
-        "cwd",
-        "sessionId",
-        "version",
-        "gitBranch",
-        "slug",
-        "teamName",
-        "agentName",
-        "sessionKind",
-    }
-)
-"""The keys every event of a session carries beside its body, copied onto new events."""
 FIRST_OF = ("sessionId", "cwd", "gitBranch", "slug", "agentId")
 
 
@@ -203,23 +133,32 @@ def fits(source: Source) -> bool:
     """A transcript event with the session envelope (a ``type`` of the chain, string
     ``uuid``, ``sessionId`` and ``timestamp``, the ``parentUuid`` key, a boolean
     ``isSidechain``, and for a user or assistant event a ``message`` with ``role`` and
-    ``content``); or, with no event, only ``summary`` and ``file-history-snapshot``
-    lines (a session with no conversation, which ``read`` refuses)."""
+    ``content``), in a file whose object lines are mostly the CLI's (``_is_own``); or,
+    with no event, only ``summary`` and ``file-history-snapshot`` lines (a session with
+    no conversation, which ``read`` refuses)."""
     entries = source.entries()
     if not entries:
         return False
-    records = others = 0
+    event = False
+    records = own = others = 0
+    half = len(entries) // 2
     for entry in entries:
         value = entry.value
         if not isinstance(value, dict):
             continue
-        if _is_event(value):
-            return True
-        if _is_record(value):
-            records += 1
-        else:
+        if not _is_own(value):
             others += 1
-    return records > 0 and not others
+        elif event:
+            own += 1
+            if own > half:
+                return True
+        else:
+            own += 1
+            event = _is_event(value)
+            records += _is_record(value)
+    if event:
+        return own > others
+    return records == own > 0 and not others
 
 
 def _is_event(value: dict[str, Any]) -> bool:
@@ -244,6 +183,19 @@ def _is_record(value: dict[str, Any]) -> bool:
     if kind == "summary":
         return isinstance(value.get("summary"), str) and "leafUuid" in value
     return kind == "file-history-snapshot" and isinstance(value.get("snapshot"), dict)
+
+
+def _is_own(value: dict[str, Any]) -> bool:
+    """A line the CLI writes: a string ``type`` with a key of the envelope, or one of its
+    records that carry none (``summary``, ``file-history-snapshot``...)."""
+    kind = value.get("type")
+    return isinstance(kind, str) and (
+        kind in RECORDS or "sessionId" in value or "uuid" in value or "parentUuid" in value
+    )
+
+
+RECORDS = BOOKKEEPING - CHAIN
+"""The CLI's lines outside the chain, some without the envelope."""
 
 
 # Reading.
@@ -483,8 +435,8 @@ def _usage(usage: object) -> dict[str, int]:
 
 
 class _Session:
-    """Two passes over a session's lines: the chain (which events an abandoned branch
-    holds, which subagent each sidechain event belongs to), then the rows."""
+    """Two passes over a session's lines: the chain (``Chain``: which events an abandoned
+    branch holds, which subagent each sidechain event belongs to), then the rows."""
 
     def __init__(self, entries: list[Entry], is_lines: bool) -> None:
         self.entries = entries
@@ -492,17 +444,8 @@ class _Session:
         self.problems = Problems()
         self.skipped: list[Skipped] = []
         self.count = 0
-        self.position: dict[str, int] = {}
-        """Each uuid's first event (its entry index)."""
-        self.repeats: dict[int, int] = {}
-        self.parent: dict[str, Any] = {}
-        self.progress: set[str] = set()
-        self.main: list[str] = []
-        """The uuids of the session's own chain events (not sidechain, not progress)."""
-        self.session: str | None = None
-        self.sidechain_only = False
-        self.abandoned: dict[int, str] = {}
-        self.roots: dict[str, str] = {}
+        self.chain = Chain(entries)
+        self.session = self.chain.session
         self.own = _Builder(self.problems)
         self.subagents: dict[str, _Builder] = {}
         self.agents: dict[str, str] = {}
@@ -512,204 +455,11 @@ class _Session:
         self.summaries: list[tuple[str, str]] = []
 
     def read(self) -> None:
-        self.index()
-        self.abandoned = self.branches()
         for index, entry in enumerate(self.entries):
             self.entry(index, entry)
         self.own.finish()
         for builder in self.subagents.values():
             builder.finish()
-
-    # The chain.
-
-    def index(self) -> None:
-        messages = sidechain = 0
-        for index, entry in enumerate(self.entries):
-            value = entry.value
-            if not isinstance(value, dict):
-                continue
-            kind = value.get("type")
-            identity = value.get("uuid")
-            if not isinstance(kind, str) or kind not in CHAIN or not isinstance(identity, str):
-                continue
-            if identity in self.position:
-                self.repeats[index] = self.position[identity]
-                continue
-            self.position[identity] = index
-            self.parent[identity] = value.get("parentUuid")
-            if kind == "progress":
-                self.progress.add(identity)
-            elif value.get("isSidechain") is True:
-                sidechain += kind in MESSAGES
-            else:
-                self.main.append(identity)
-                messages += kind in MESSAGES
-                if self.session is None and isinstance(value.get("sessionId"), str):
-                    self.session = value["sessionId"]
-        self.sidechain_only = not messages and sidechain > 0
-        if self.session is None:
-            self.session = next(
-                (
-                    e.value["sessionId"]
-                    for e in self.entries
-                    if isinstance(e.value, dict) and isinstance(e.value.get("sessionId"), str)
-                ),
-                None,
-            )
-
-    def up(self, identity: str) -> str | None:
-        """The event before ``identity`` in the chain, through progress lines as the CLI
-        bridges them."""
-        parent = self.parent.get(identity)
-        seen = 0
-        while isinstance(parent, str) and parent in self.progress and seen <= len(self.progress):
-            parent = self.parent.get(parent)
-            seen += 1
-        return parent if isinstance(parent, str) else None
-
-    def value_of(self, identity: str) -> dict[str, Any]:
-        value = self.entries[self.position[identity]].value
-        assert isinstance(value, dict)
-        return value
-
-    def branches(self) -> dict[int, str]:
-        """The entries of the session's messages on an abandoned branch, and why."""
-        parents: set[str] = set()
-        forked = False
-        for identity in self.main:
-            parent = self.up(identity)
-            if parent is not None and parent in parents:
-                forked = True
-                break
-            if parent is not None:
-                parents.add(parent)
-        if not forked:
-            return {}
-        live = self.live()
-        off = [i for i in self.main if i not in live and self.value_of(i).get("type") in MESSAGES]
-        if not off:
-            return {}
-        off = self.rejoined(live, off)
-        anchors = self.anchors(live, off)
-        forks = {fork for fork, _ in anchors.values()}
-        children: dict[str, list[str]] = {}
-        for identity in self.main:
-            parent = self.up(identity)
-            if parent in forks and identity in live:
-                children.setdefault(parent, []).append(identity)
-        return {
-            self.position[identity]: self.why(fork, head, children.get(fork, []))
-            for identity, (fork, head) in anchors.items()
-        }
-
-    def live(self) -> set[str]:
-        """The chain ``claude --resume`` loads: from the last event of the session back to
-        its root, across compact boundaries."""
-        live: set[str] = set()
-        current: str | None = self.main[-1]
-        while current is not None and current in self.position and current not in live:
-            live.add(current)
-            following = self.up(current)
-            value = self.value_of(current)
-            if following is None and value.get("subtype") == "compact_boundary":
-                logical = value.get("logicalParentUuid")
-                following = logical if isinstance(logical, str) else None
-            current = following
-        return live
-
-    def rejoined(self, live: set[str], off: list[str]) -> list[str]:
-        """``off`` less what the CLI joins back to the chain: the other lines of a response
-        on it, and the results of its calls."""
-        responses: set[str] = set()
-        calls: set[str] = set()
-        for identity in live:
-            value = self.value_of(identity)
-            message = value.get("message")
-            if value.get("type") != "assistant" or not isinstance(message, dict):
-                continue
-            if isinstance(message.get("id"), str):
-                responses.add(message["id"])
-            calls.update(_ids(message, "tool_use", "id"))
-        still: list[str] = []
-        for identity in off:
-            value = self.value_of(identity)
-            message = value.get("message")
-            if isinstance(message, dict) and (
-                _text(message.get("id")) in responses
-                or not calls.isdisjoint(_ids(message, "tool_result", "tool_use_id"))
-            ):
-                live.add(identity)
-            else:
-                still.append(identity)
-        return still
-
-    def anchors(self, live: set[str], off: list[str]) -> dict[str, tuple[str, str]]:
-        """For each event of ``off`` whose chain meets the live one: where it meets it (the
-        fork) and the first event of its branch."""
-        found: dict[str, tuple[str, str] | None] = {}
-        for start in off:
-            path: list[str] = []
-            walked: set[str] = set()
-            current: str | None = start
-            result: tuple[str, str] | None = None
-            while current is not None:
-                if current in found:
-                    result = found[current]
-                    break
-                parent = self.up(current)
-                path.append(current)
-                walked.add(current)
-                if parent is None or parent not in self.position or parent in walked:
-                    break
-                if parent in live:
-                    result = (parent, current)
-                    break
-                current = parent
-            for identity in path:
-                found[identity] = result
-        return {i: anchor for i in off if (anchor := found.get(i)) is not None}
-
-    def why(self, fork: str, head: str, children: list[str]) -> str:
-        after = self.position[head]
-        later = [c for c in children if self.position[c] > after]
-        chosen = next(iter(later or children), None)
-        if chosen is None:
-            where = self.entries[self.position[fork]].where
-            return f"on a branch the session left after {where}"
-        value = self.value_of(chosen)
-        where = self.entries[self.position[chosen]].where
-        message = value.get("message")
-        prompt = value.get("type") == "user" and (
-            not isinstance(message, dict)
-            or not _ids(message, "tool_result", "tool_use_id")
-            or isinstance(message.get("content"), str)
-        )
-        if prompt:
-            return f"on a branch the session left when the user re-asked at {where}"
-        return f"on a branch the session left for the one going on at {where}"
-
-    def root_of(self, identity: str) -> str:
-        """The first event of the sidechain ``identity`` is on (a 1.x subagent run)."""
-        path: list[str] = []
-        current = identity
-        while True:
-            if current in self.roots:
-                root = self.roots[current]
-                break
-            path.append(current)
-            parent = self.parent.get(current)
-            if (
-                not isinstance(parent, str)
-                or parent not in self.position
-                or parent in path
-                or self.value_of(parent).get("isSidechain") is not True
-            ):
-                root = current
-                break
-            current = parent
-        for walked in path:
-            self.roots[walked] = root
-        return root
 
     # The rows.
 
@@ -722,8 +472,8 @@ class _Session:
         number = _number(entry.where, index)
         if not isinstance(kind, str):
             self.skip(entry, "an object without a type, which Claude Code does not read", number)
-        elif index in self.repeats:
-            first = self.entries[self.repeats[index]].where
+        elif index in self.chain.repeats:
+            first = self.entries[self.chain.repeats[index]].where
             self.skip(
                 entry,
                 f"a repeat of {first} (the same uuid), which Claude Code reads as one event",
@@ -756,7 +506,7 @@ class _Session:
             self.ai_title = value["aiTitle"]
         elif kind == "summary" and isinstance(value.get("summary"), str):
             leaf = value.get("leafUuid")
-            if isinstance(leaf, str) and leaf in self.position:
+            if isinstance(leaf, str) and leaf in self.chain.position:
                 self.summaries.append((leaf, value["summary"]))
 
     def message(
@@ -764,9 +514,9 @@ class _Session:
     ) -> None:
         if not self.well_formed(entry, value):
             return
-        sidechain = value.get("isSidechain") is True and not self.sidechain_only
-        if index in self.abandoned and not sidechain:
-            self.skip(entry, self.abandoned[index], number)
+        sidechain = value.get("isSidechain") is True and not self.chain.sidechain_only
+        if index in self.chain.abandoned and not sidechain:
+            self.skip(entry, self.chain.abandoned[index], number)
             return
         builder = self.own
         if sidechain:
@@ -833,7 +583,11 @@ class _Session:
 
     def subagent(self, value: dict[str, Any]) -> _Builder:
         agent = value.get("agentId")
-        key = f"agent {agent}" if isinstance(agent, str) else f"root {self.root_of(value['uuid'])}"
+        key = (
+            f"agent {agent}"
+            if isinstance(agent, str)
+            else f"root {self.chain.root_of(value['uuid'])}"
+        )
         builder = self.subagents.get(key)
         if builder is None:
             builder = self.subagents[key] = _Builder(self.problems)
@@ -846,7 +600,8 @@ class _Session:
             return self.custom_title
         if self.ai_title is not None:
             return self.ai_title
-        leaf = self.main[-1] if self.main else None
+        main = self.chain.main
+        leaf = main[-1] if main else None
         named = [summary for at, summary in self.summaries if at == leaf]
         if named or self.summaries:
             return (named or [summary for _, summary in self.summaries])[-1]
@@ -862,7 +617,7 @@ class _Session:
             raise InvalidInput([Problem("file", f"holds no conversation: {counted}")])
         title = self.title()
         metadata = own.metadata()
-        if self.sidechain_only:
+        if self.chain.sidechain_only:
             metadata["root"] = own.root
             metadata["subagent_of"] = {"sessionId": metadata.get("sessionId", self.session)}
             return [Converted(own.rows, {SPACE: metadata}, title=title)]
@@ -886,20 +641,6 @@ class _Session:
         return [Converted(own.rows, {SPACE: metadata}, title=title), *subagents]
 
 
-def _ids(message: Mapping[str, Any], kind: str, key: str) -> set[str]:
-    content = message.get("content")
-    blocks = content if isinstance(content, list) else ()
-    return {
-        block[key]
-        for block in blocks
-        if isinstance(block, dict) and block.get("type") == kind and isinstance(block.get(key), str)
-    }
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _first_text(first: Row) -> str | None:
     content = first["content"]
     if isinstance(content, str):
@@ -919,359 +660,6 @@ def _claim(prompts: list[tuple[object, str]], text: str | None) -> str | None:
             del prompts[index]
             return call
     return None
-
-
-# Writing the session back.
-
-
-def write_native(messages: Sequence[Message], metadata: Mapping[str, Any]) -> str:
-    """The conversation as a Claude Code session file's text (JSONL, ending with a
-    newline), healed calls answered in the CLI's own events."""
-    kept = namespace(metadata, SPACE)
-    if not kept:
-        raise InvalidInput(
-            [
-                Problem(
-                    "conversation",
-                    "was not read from a Claude Code session (it keeps no claude_code "
-                    "metadata), and Claude Code resumes no session without its events",
-                )
-            ]
-        )
-    writer = _Writer(kept, messages)
-    for index, message in enumerate(messages):
-        writer.message(index, message)
-    writer.close()
-    return writer.text()
-
-
-@dataclass
-class _Healing:
-    """An assistant turn read from the file, its results, and the results made since."""
-
-    lines: list[tuple[int, dict[str, Any]]]
-    results: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    new: list[tuple[int, Message]] = field(default_factory=list)
-
-
-@dataclass
-class _Placed:
-    number: int
-    order: int
-    line: dict[str, Any]
-    new: bool = False
-    to_leaf: bool = False
-    healed: str | None = None
-    """On a healed turn's new lines: the uuid of the turn's last line."""
-
-
-class _Writer:
-    def __init__(self, kept: Mapping[str, Any], messages: Sequence[Message]) -> None:
-        session = kept.get("sessionId")
-        self.session = session if isinstance(session, str) else ""
-        self.subagent = isinstance(kept.get("subagent_of"), dict)
-        self.placed: list[_Placed] = []
-        self.high = -1
-        self.turn: _Healing | None = None
-        self.template: dict[str, Any] = {}
-        self.prompt_id: str | None = None
-        self.reparent: dict[str, str | None] = {}
-        """New parents of the lines of a healed turn (by uuid)."""
-        self.rechain: dict[str, str] = {}
-        """The last line of a healed turn, for what pointed into it (by uuid)."""
-        self.sourced = any(
-            "sourceToolAssistantUUID" in line
-            for message in messages
-            if message.role == "tool"
-            for line in _lines(namespace(message, SPACE).get("lines"))
-        )
-
-    def place(self, number: int, line: dict[str, Any], *, new: bool = False) -> _Placed:
-        placed = _Placed(number, len(self.placed), line, new)
-        self.placed.append(placed)
-        return placed
-
-    def original(self, lines: object, numbers: object) -> list[tuple[int, dict[str, Any]]]:
-        at = numbers if isinstance(numbers, list) else []
-        found: list[tuple[int, dict[str, Any]]] = []
-        for index, line in enumerate(lines if isinstance(lines, list) else ()):
-            if not isinstance(line, dict):
-                continue
-            number = at[index] if index < len(at) else None
-            if not isinstance(number, int) or isinstance(number, bool):
-                number = self.high
-            self.place(number, line)
-            found.append((number, line))
-        self.high = max([self.high, *(number for number, _ in found)])
-        return found
-
-    def message(self, index: int, message: Message) -> None:
-        kept = namespace(message, SPACE)
-        self.original(kept.get("before"), kept.get("before_at"))
-        self.original(kept.get("after"), kept.get("after_at"))
-        if _lines(kept.get("lines")):
-            own = self.original(kept.get("lines"), kept.get("lines_at"))
-            if message.role == "assistant":
-                self.close()
-                self.turn = _Healing(own)
-            elif message.role == "tool" and self.turn is not None:
-                self.turn.results.extend(own)
-            else:
-                self.close()
-            for _, line in own:
-                self.template = line
-                if isinstance(line.get("promptId"), str):
-                    self.prompt_id = line["promptId"]
-        elif kept.get("same_event") is True:
-            if message.role != "tool":
-                self.close()
-        elif message.role == "tool" and self.turn is not None:
-            self.turn.new.append((index, message))
-        else:
-            self.close()
-            self.append(index, message)
-
-    def close(self) -> None:
-        """Answer the healed turn in the CLI's events and straighten it (§8.2 of the
-        notes): its lines, its results, then the new results, each after the one before."""
-        turn, self.turn = self.turn, None
-        if turn is None or not turn.new:
-            return
-        seen: set[int] = set()
-        results = [
-            (number, line)
-            for number, line in sorted(turn.results, key=lambda pair: pair[0])
-            if id(line) not in seen and not seen.add(id(line))  # type: ignore[func-returns-value]
-        ]
-        chain = [line for _, line in [*turn.lines, *results] if isinstance(line.get("uuid"), str)]
-        anchor = max(number for number, _ in [*turn.lines, *results])
-        for before, after in pairwise(chain):
-            self.reparent[after["uuid"]] = before["uuid"]
-        declaring: dict[str, dict[str, Any]] = {}
-        for _, line in turn.lines:
-            sent = line.get("message")
-            for named in _ids(sent, "tool_use", "id") if isinstance(sent, dict) else ():
-                declaring.setdefault(named, line)
-        prompt_id = next(
-            (line["promptId"] for _, line in results if isinstance(line.get("promptId"), str)),
-            self.prompt_id,
-        )
-        previous: str | None = chain[-1]["uuid"] if chain else None
-        made: list[_Placed] = []
-        for index, message in turn.new:
-            call = usable_id(message.metadata.get("tool_call_id"))
-            template = declaring.get(call or "", turn.lines[-1][1])
-            identity = self.identity(call if call is not None else f"message {index}")
-            source = template.get("uuid") if self.sourced else None
-            body = _result(message, call, identity, source if isinstance(source, str) else None)
-            line = _event(template, body, prompt_id)
-            line["parentUuid"] = previous
-            made.append(self.place(anchor, line, new=True))
-            previous = identity
-        for placed in made:
-            placed.healed = previous
-        for line in chain:
-            if previous is not None:
-                self.rechain[line["uuid"]] = previous
-
-    def append(self, index: int, message: Message) -> None:
-        """A message made in the app, at the end, after the last event before it."""
-        call = usable_id(message.metadata.get("tool_call_id"))
-        placeholder = is_placeholder(message) and call is not None
-        identity = self.identity(call if placeholder and call else f"message {index}")
-        if message.role == "system":
-            raise InvalidInput(
-                [
-                    Problem(
-                        f"messages[{index}]",
-                        "is a system message made in the app, which a Claude Code session "
-                        "has no place for",
-                    )
-                ]
-            )
-        if message.role == "tool":
-            body = _result(message, call, identity, None)
-        elif message.role == "assistant":
-            body = _assistant(message, identity)
-        else:
-            body = {
-                "type": "user",
-                "message": {"role": "user", "content": _user_content(message.content)},
-                "uuid": identity,
-                "timestamp": "",
-            }
-        line = _event(self.template, body, None)
-        self.place(self.high, line, new=True).to_leaf = True
-
-    def identity(self, name: str) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session}:{name}"))
-
-    def text(self) -> str:
-        ordered = sorted(self.placed, key=lambda placed: (placed.number, placed.order))
-        following: list[str | None] = [None] * len(ordered)
-        upcoming: str | None = None
-        for index in range(len(ordered) - 1, -1, -1):
-            following[index] = upcoming
-            stamp = ordered[index].line.get("timestamp")
-            if not ordered[index].new and isinstance(stamp, str) and stamp:
-                upcoming = stamp
-        healed = any(placed.healed is not None for placed in ordered)
-        known = {p.line.get("uuid") for p in ordered} if healed else set()
-        written: list[str] = []
-        leaf: str | None = None
-        previous: str | None = None
-        bridge: str | None = None
-        """The last line of a healed turn just written, for the event after it."""
-        for index, placed in enumerate(ordered):
-            line = placed.line
-            chained = (
-                _text(line.get("type")) in CHAIN
-                and isinstance(line.get("uuid"), str)
-                and (self.subagent or line.get("isSidechain") is not True)
-            )
-            if placed.new:
-                if placed.to_leaf:
-                    line["parentUuid"] = leaf
-                line["timestamp"] = _after(previous, following[index])
-                bridge = placed.healed
-            else:
-                line = self.rechained(line)
-                parent = line.get("parentUuid")
-                if bridge is not None and chained:
-                    if isinstance(parent, str) and parent not in known:
-                        line = {**line, "parentUuid": bridge}
-                    bridge = None
-            stamp = line.get("timestamp")
-            if isinstance(stamp, str) and stamp:
-                previous = stamp
-            if chained:
-                leaf = line["uuid"]
-            written.append(json_text(line) or "{}")
-        return "".join(f"{text}\n" for text in written)
-
-    def rechained(self, line: dict[str, Any]) -> dict[str, Any]:
-        if not self.reparent and not self.rechain:
-            return line
-        identity, parent = line.get("uuid"), line.get("parentUuid")
-        wanted = parent
-        if isinstance(identity, str) and identity in self.reparent:
-            wanted = self.reparent[identity]
-        elif isinstance(parent, str) and parent in self.rechain:
-            wanted = self.rechain[parent]
-        return line if wanted == parent else {**line, "parentUuid": wanted}
-
-
-def _lines(value: object) -> list[dict[str, Any]]:
-    return [line for line in value if isinstance(line, dict)] if isinstance(value, list) else []
-
-
-def _event(
-    template: Mapping[str, Any], body: dict[str, Any], prompt_id: str | None
-) -> dict[str, Any]:
-    """A new event: ``parentUuid`` first, the envelope of ``template`` where it has it
-    (before or after the body, as the file's era writes it), and ``body``."""
-    line: dict[str, Any] = {"parentUuid": None}
-    placed = False
-    for key, value in template.items():
-        if key in ENVELOPE:
-            if key not in ("parentUuid", "logicalParentUuid"):
-                line[key] = value
-            if key == "isSidechain" and prompt_id is not None:
-                line["promptId"] = prompt_id
-        elif not placed:
-            line.update(body)
-            placed = True
-    if not placed:
-        line.update(body)
-    if prompt_id is not None and "promptId" not in line:
-        line["promptId"] = prompt_id
-    return line
-
-
-def _result(
-    message: Message, call: str | None, identity: str, source: str | None
-) -> dict[str, Any]:
-    """The CLI's tool result event for ``message`` (an error for a healed placeholder)."""
-    content = _user_content(message.content)
-    error = True if is_placeholder(message) else message.metadata.get("is_error")
-    block: dict[str, Any] = {"tool_use_id": call, "type": "tool_result", "content": content}
-    if isinstance(error, bool):
-        block["is_error"] = error
-    body: dict[str, Any] = {
-        "type": "user",
-        "message": {"role": "user", "content": [block]},
-        "uuid": identity,
-        "timestamp": "",
-    }
-    if error is True and isinstance(content, str):
-        body["toolUseResult"] = f"Error: {content}"
-    if source is not None:
-        body["sourceToolAssistantUUID"] = source
-    return body
-
-
-def _assistant(message: Message, identity: str) -> dict[str, Any]:
-    content = anthropic.assistant_content(message)
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    return {
-        "message": {
-            "id": identity,
-            "type": "message",
-            "role": "assistant",
-            "model": "<synthetic>",
-            "content": blocks,
-            "stop_reason": "tool_use" if declared(message) else "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-        },
-        "type": "assistant",
-        "uuid": identity,
-        "timestamp": "",
-    }
-
-
-def _user_content(content: object) -> object:
-    if content is None:
-        return ""
-    return content if isinstance(content, str) else anthropic.user_content(content)
-
-
-def _after(previous: str | None, following: str | None) -> str:
-    """A timestamp 1 ms after ``previous``, never past ``following`` (the CLI's loaders
-    need one that does not go backwards)."""
-    if previous is None:
-        return following or "1970-01-01T00:00:00.000Z"
-    start = _moment(previous)
-    if start is None:
-        return previous
-    later = start + timedelta(milliseconds=1)
-    limit = _moment(following) if following else None
-    if limit is not None and later > limit:
-        return previous
-    return later.strftime("%Y-%m-%dT%H:%M:%S.") + f"{later.microsecond // 1000:03d}Z"
-
-
-def _moment(stamp: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def native_name(metadata: Mapping[str, Any]) -> str:
-    """``<sessionId>.jsonl``, as the CLI names a session's file; ``agent-<agentId>.jsonl``
-    for a subagent (a 1.x subagent, which had no file, after its first event's uuid)."""
-    kept = namespace(metadata, SPACE)
-    if isinstance(kept.get("subagent_of"), dict):
-        name = kept.get("agentId", kept.get("root"))
-        return f"agent-{_safe(name)}.jsonl" if isinstance(name, str) and name else ""
-    session = kept.get("sessionId")
-    return f"{_safe(session)}.jsonl" if isinstance(session, str) and session else ""
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^\w.-]", "-", name)
 
 
 FORMAT = Format(
