@@ -9,13 +9,13 @@ from django.db import connection
 from django.test import Client
 from hypothesis import HealthCheck, settings
 
+from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer, signed_in
+from tests.chromium import find_chromium
+
 # Speed is measured in benchmarks/, not in tests: a per-example deadline only turns a busy
 # two-core machine into a failed run.
 settings.register_profile("flowdrop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("flowdrop")
-
-from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer, signed_in
-from tests.chromium import find_chromium
 
 SPEC = Path(__file__).resolve().parent.parent / "docs" / "spec"
 
