@@ -286,9 +286,7 @@ def test_a_provider_body_that_breaks_its_format_is_told_where_not_refused_as_unk
     with pytest.raises(healing.InvalidInput) as refused:
         transcripts.read_transcript(body, name="chat.json")
 
-    assert [str(p) for p in refused.value.problems] == [
-        "chat.json: messages[1].role: is missing"
-    ]
+    assert [str(p) for p in refused.value.problems] == ["chat.json: messages[1].role: is missing"]
 
 
 def test_an_empty_gemini_cli_session_fits_that_format_alone() -> None:
