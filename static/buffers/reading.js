@@ -1,0 +1,1 @@
+// Reading a message: show all, as text, copy.

@@ -1,0 +1,1 @@
+// Search inside a conversation.
