@@ -368,7 +368,10 @@ def _error(
         "detail": detail,
         "problems": [{"path": p.path, "message": p.message} for p in problems],
     }
-    return api.create_response(request, body, status=status)
+    response = api.create_response(request, body, status=status)
+    if status == 401:  # RFC 9110: a 401 says how to authenticate
+        response["WWW-Authenticate"] = 'Bearer realm="FlowDrop Web"'
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -467,3 +467,34 @@ def test_the_document_declares_the_location_and_retry_after_headers(client: Clie
     assert "Location" in create["201"]["headers"]
     assert "Retry-After" in append["responses"]["503"]["headers"]
     assert "404" not in create
+
+
+def test_a_401_says_how_to_authenticate() -> None:
+    answer = Client().get("/api/conversations")
+
+    assert answer.status_code == 401
+    assert answer["WWW-Authenticate"] == 'Bearer realm="FlowDrop Web"'
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        ("/api/imports", {"format": "cohere", "document": []}, "format"),
+        ("/api/conversations/{pk}/export?format=cohere", None, "format"),
+    ],
+)
+def test_a_wrong_format_is_told_the_formats_there_are(
+    client: Client, url: str, body: dict[str, Any] | None, field: str
+) -> None:
+    url = url.format(pk=store([user("hi")]).pk)
+    if body is None:
+        answer = client.get(url)
+    else:
+        answer = client.post(url, body, content_type="application/json")
+
+    assert answer.status_code == 422
+    [problem] = answer.json()["problems"]
+    assert problem["path"] == field
+    assert "openai-chat" in problem["message"]
+    assert "user, assistant" not in problem["message"]
+    assert "'cohere'" in problem["message"]

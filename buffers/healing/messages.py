@@ -321,6 +321,11 @@ _SENTENCES = {
 }
 
 
+def _allowed(expected: str) -> str:
+    """pydantic's ``"'a', 'b' or 'c'"`` as ``a, b, c``."""
+    return ", ".join(re.findall(r"'([^']*)'", expected)) or expected
+
+
 def problem_from(error: ErrorDetails, path: str = "", skip: int = 0) -> Problem:
     """A pydantic error as a Problem: where (``path`` followed by the error's location,
     less its first ``skip`` parts, as ``messages[3].role``) and a sentence."""
@@ -337,8 +342,10 @@ def problem_from(error: ErrorDetails, path: str = "", skip: int = 0) -> Problem:
         return Problem(where or "body", error["msg"])
     if "input" not in error:  # what was sent is not known: say what is wanted only
         template = template.split(", not {")[0]
+    expected = (error.get("ctx") or {}).get("expected")
+    allowed = _allowed(expected) if isinstance(expected, str) else ", ".join(ROLES)
     sentence = template.format(
-        kind=describe(error.get("input")), input=error.get("input"), allowed=", ".join(ROLES)
+        kind=describe(error.get("input")), input=error.get("input"), allowed=allowed
     )
     return Problem(where or "body", sentence)
 
