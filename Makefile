@@ -12,13 +12,16 @@ endif
 ifneq ($(origin PORT),command line)
 PORT := 8000
 endif
+WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 1) + 1 )))
 
-.PHONY: help setup run superuser test chromium pytest lint format bench conformance screenshots clean
+.PHONY: help setup run serve superuser test chromium pytest lint format bench conformance screenshots clean
 
 help:
 	@echo "make run          set up, migrate, load the demo transcripts, serve on http://127.0.0.1:8000,"
 	@echo "                  and print a one-time link that signs you in (as \$$USER, or OWNER=username)"
 	@echo "                  PORT=8123 HOST=0.0.0.0 choose the address"
+	@echo "make serve        production: check the deployment, migrate, serve with gunicorn"
+	@echo "                  (FLOWDROP_SECRET_KEY and the other variables in README; WORKERS, PORT, HOST)"
 	@echo "make superuser    make an account with a password (asks for a username and a password)"
 	@echo "make test         set up, find or install chromium, lint, run the whole test suite"
 	@echo "make lint         ruff (lint and format check) and mypy"
@@ -43,6 +46,13 @@ run: setup
 	$(PY) manage.py migrate --noinput --verbosity 0
 	FLOWDROP_DEBUG=1 $(PY) manage.py local_signin --address $(HOST):$(PORT) $(if $(OWNER),--owner $(OWNER))
 	FLOWDROP_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+
+# Production: refuses to start on any deployment finding (no FLOWDROP_SECRET_KEY, debug on...).
+serve: setup
+	$(PY) manage.py check --deploy --fail-level WARNING
+	$(PY) manage.py migrate --noinput
+	$(PY) -m gunicorn flowdrop_web.wsgi --workers $(WORKERS) --bind $(HOST):$(PORT) \
+		--access-logfile - --error-logfile - --forwarded-allow-ips "$${FLOWDROP_PROXY_IPS:-127.0.0.1}"
 
 superuser: setup
 	$(PY) manage.py migrate --noinput

@@ -25,11 +25,27 @@ def _env_flag(name: str, default: bool = False) -> bool:
 
 DEBUG = _env_flag("FLOWDROP_DEBUG")
 # A development key: FlowDrop Web is a local tool bound to 127.0.0.1 by `make run`.
-# Set FLOWDROP_SECRET_KEY anywhere it is reachable by others.
+# Set FLOWDROP_SECRET_KEY anywhere it is reachable by others: with debug off,
+# `check --deploy` (and so `make serve`) refuses to go on without it (buffers/checks.py).
 SECRET_KEY = os.environ.get(
     "FLOWDROP_SECRET_KEY", "django-insecure-flowdrop-web-local-development-key-0123456789"
 )
 ALLOWED_HOSTS = os.environ.get("FLOWDROP_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+CSRF_TRUSTED_ORIGINS = [
+    origin for origin in os.environ.get("FLOWDROP_CSRF_TRUSTED_ORIGINS", "").split(",") if origin
+]
+
+# Behind a TLS proxy (README, "Running it for a team"): FLOWDROP_HTTPS=1 trusts the proxy's
+# X-Forwarded-Proto, redirects plain HTTP, sends cookies only over HTTPS, and asks browsers
+# to keep to HTTPS for a year (HSTS, subdomains included).
+if _env_flag("FLOWDROP_HTTPS"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("FLOWDROP_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = _env_flag("FLOWDROP_HSTS_PRELOAD", default=True)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -1,0 +1,144 @@
+"""Serving it for a team: `check --deploy` is clean with the documented variables, refuses
+without a secret key, and gunicorn serves the app and its static files behind a TLS proxy."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MANAGE = [sys.executable, str(ROOT / "manage.py")]
+
+
+def deployment(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment README's "Running it for a team" documents."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("FLOWDROP_", "DJANGO_")) and key != "DATABASE_URL"
+    }
+    env |= {
+        "FLOWDROP_SECRET_KEY": secrets.token_urlsafe(50),
+        "FLOWDROP_ALLOWED_HOSTS": "flowdrop.example.org,127.0.0.1",
+        "FLOWDROP_CSRF_TRUSTED_ORIGINS": "https://flowdrop.example.org",
+        "FLOWDROP_HTTPS": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'deploy.sqlite3'}",
+    }
+    return env | extra
+
+
+def check(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MANAGE, "check", "--deploy", "--fail-level", "WARNING"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_check_deploy_reports_nothing_with_the_documented_variables(tmp_path: Path) -> None:
+    done = check(deployment(tmp_path))
+
+    assert done.returncode == 0, done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_without_a_secret_key_the_deployment_check_refuses_naming_the_variable(
+    tmp_path: Path,
+) -> None:
+    env = deployment(tmp_path)
+    del env["FLOWDROP_SECRET_KEY"]
+
+    done = check(env)
+
+    assert done.returncode != 0
+    assert "flowdrop.E001" in done.stderr
+    assert "FLOWDROP_SECRET_KEY is not set" in done.stderr
+
+
+def test_without_https_the_check_names_what_a_public_deployment_lacks(tmp_path: Path) -> None:
+    done = check(deployment(tmp_path, FLOWDROP_HTTPS="0"))
+
+    assert done.returncode != 0
+    for warning in ("W004", "W008", "W012", "W016"):
+        assert warning in done.stderr
+
+
+@pytest.fixture
+def gunicorn(tmp_path: Path) -> Iterator[str]:
+    env = deployment(tmp_path)
+    subprocess.run([*MANAGE, "migrate", "--verbosity", "0"], env=env, check=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "flowdrop_web.wsgi",
+            "--workers",
+            "2",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--access-logfile",
+            "-",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def get(url: str, proto: str = "https") -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers={"X-Forwarded-Proto": proto})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request) as answer:
+            return answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def test_gunicorn_serves_the_pages_and_static_files_behind_a_tls_proxy(gunicorn: str) -> None:
+    url = gunicorn
+
+    status, headers, body = get(f"{url}/accounts/login/")
+    assert status == 200
+    assert b"Sign in" in body
+    assert headers["Strict-Transport-Security"].startswith("max-age=31536000")
+    assert "Secure" in headers["Set-Cookie"]
+
+    status, headers, _ = get(f"{url}/static/buffers/app.css")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/css")
+
+    status, headers, _ = get(f"{url}/accounts/login/", proto="http")
+    assert status == 301
+    assert headers["Location"].startswith("https://")
