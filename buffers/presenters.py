@@ -4,11 +4,13 @@ pure core's analysis finds on each. No rule is decided here; this only arranges.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from . import healing, selectors
+from . import healing, rendering, selectors
 from .models import Conversation, DeclaredCall
 
 PAGE = 50
@@ -17,12 +19,33 @@ CONTEXT = 5
 """Messages shown before a deep-linked one."""
 OPEN_CALLS_LISTED = 200
 """The most unanswered calls the summary links to, in buffer order."""
+FOLD_LINES = 30
+"""A message whose text would take more lines than this (about a screen) shows its head
+and a "Show all" button; the rest is in the page, folded by a CSS class."""
+FOLD_WIDTH = 100
+"""The characters a line of message text holds, for counting the lines it takes."""
+JSON_LINES = 24
+"""The most lines a JSON part takes on the page: it scrolls in a bounded box (reading.css)."""
+MARKDOWN_ROLES = ("user", "assistant")
+"""Whose text reads as markdown; tool results and system text stay text."""
 
 
 @dataclass(frozen=True)
 class Part:
-    kind: str  # "text" or "json"
+    kind: str  # "markdown", "text" or "json"
     text: str
+    html: str = ""
+    """The sanitized markup of a markdown part (rendering.markdown); empty for the others."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One item of a message's facts line: its words, and for a time the stamp as written."""
+
+    text: str
+    title: str = ""
+    datetime: str = ""
+    """An ISO 8601 stamp for <time datetime>, on the time only."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +71,20 @@ class MessageView:
     just: str | None = None
     """"inserted" or "replaced" when the write the page just made did that here."""
     next_problem: int | None = None
+    facts: list[Fact] = field(default_factory=list)
+    """What the source knew of the message (metadata.facts): time, model, usage..."""
+    size: int = 0
+    """The bytes (UTF-8) of the message's text, all parts."""
+    folded: bool = False
+    """Whether the text is longer than a screen: shown folded, with "Show all"."""
+
+    @property
+    def has_markdown(self) -> bool:
+        return any(part.kind == "markdown" for part in self.parts)
+
+    @property
+    def has_text(self) -> bool:
+        return any(part.text.strip() for part in self.parts)
 
     @property
     def unanswered(self) -> list[str]:
@@ -245,10 +282,11 @@ def _view(
     next_problem: int | None,
 ) -> MessageView:
     answers = healing.result_call_id(message)
+    parts = list(_parts(message.content, message.role))
     return MessageView(
         index=index,
         role=message.role,
-        parts=list(_parts(message.content)),
+        parts=parts,
         calls=[
             _call(ordinal, call, call_id, facts)
             for (ordinal, call_id), call in zip(
@@ -262,6 +300,9 @@ def _view(
         raw=json.dumps(message.as_stored(), indent=2, ensure_ascii=False),
         just=just,
         next_problem=next_problem if any(f.kind == "unanswered_call" for f in findings) else None,
+        facts=message_facts(message.metadata.get("facts")),
+        size=sum(len(part.text.encode()) for part in parts),
+        folded=sum(_lines(part) for part in parts) > FOLD_LINES,
     )
 
 
@@ -299,25 +340,122 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _parts(content: Any) -> Iterable[Part]:
-    """Content as something to read: text as text; structured parts as their text when they
-    are text parts, as indented JSON otherwise. Never as markup."""
+def _parts(content: Any, role: str = "") -> Iterable[Part]:
+    """Content as something to read: a user's or assistant's text as markdown, other text as
+    text (a tool result holding a JSON object or array as indented JSON); structured parts
+    as their text when they are text parts, as indented JSON otherwise."""
     if content is None:
         return
-    if isinstance(content, str):
-        yield Part("text", content)
-        return
-    for item in content if isinstance(content, list) else [content]:
-        if (
+    items = [content] if isinstance(content, str) else content
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, str):
+            yield _text(item, role)
+        elif (
             isinstance(item, dict)
             and item.get("type") == "text"
             and isinstance(item.get("text"), str)
         ):
-            yield Part("text", item["text"])
-        elif isinstance(item, str):
-            yield Part("text", item)
+            yield _text(item["text"], role)
         else:
             yield Part("json", json.dumps(item, indent=2, ensure_ascii=False))
+
+
+def _text(text: str, role: str) -> Part:
+    if role in MARKDOWN_ROLES and text.strip() and rendering.renders(text):
+        return Part("markdown", text, rendering.markdown(text))
+    if role == "tool" and text.lstrip()[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return Part("text", text)
+        if isinstance(value, dict | list):
+            return Part("json", json.dumps(value, indent=2, ensure_ascii=False))
+    return Part("text", text)
+
+
+def _lines(part: Part) -> int:
+    """About how many lines a part takes on the page, wrapped at FOLD_WIDTH."""
+    lines = sum(max(1, math.ceil(len(line) / FOLD_WIDTH)) for line in part.text.split("\n"))
+    return min(lines, JSON_LINES) if part.kind == "json" else lines
+
+
+def message_facts(facts: Any) -> list[Fact]:
+    """A message's facts line ("2026-02-23 14:05 · gpt-5-codex · 1,204 in / 88 out tokens ·
+    1.2 s · stop") from its metadata.facts (formats.common.FACTS); a value of the wrong type
+    is left out, and no facts make an empty line."""
+    if not isinstance(facts, dict):
+        return []
+    line = []
+    if isinstance(time := facts.get("time"), str) and time:
+        line.append(_time(time))
+    if isinstance(model := facts.get("model"), str) and model:
+        line.append(Fact(_short(model)))
+    if usage := _usage(facts.get("usage")):
+        line.append(usage)
+    if (latency := _number(facts.get("latency_ms"))) is not None:
+        line.append(Fact(_latency(latency)))
+    if isinstance(reason := facts.get("finish_reason"), str) and reason:
+        line.append(Fact(_short(reason)))
+    return line
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _time(stamp: str) -> Fact:
+    """A time as minutes, in UTC when the stamp says its offset; as written when unreadable."""
+    try:
+        moment = datetime.fromisoformat(stamp.strip())
+    except ValueError:
+        return Fact(_short(stamp, 40))
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+        seconds = f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+    else:
+        seconds = f"{moment:%Y-%m-%d %H:%M:%S}"
+    return Fact(f"{moment:%Y-%m-%d %H:%M}", seconds, moment.isoformat())
+
+
+def _usage(usage: Any) -> Fact | None:
+    """ "1,204 in (1,000 cached) / 88 out (40 reasoning) tokens"; the total alone when the
+    source gave no input or output count."""
+    if not isinstance(usage, dict):
+        return None
+    counts = {
+        key: int(value)
+        for key in ("input", "output", "cached", "reasoning", "total")
+        if (value := _number(usage.get(key))) is not None
+    }
+    if not counts:
+        return None
+    sides = []
+    if "input" in counts:
+        cached = f" ({counts['cached']:,} cached)" if "cached" in counts else ""
+        sides.append(f"{counts['input']:,} in{cached}")
+    if "output" in counts:
+        reasoning = f" ({counts['reasoning']:,} reasoning)" if "reasoning" in counts else ""
+        sides.append(f"{counts['output']:,} out{reasoning}")
+    if not sides:
+        if "total" not in counts:
+            return None
+        sides.append(f"{counts['total']:,}")
+    title = ", ".join(f"{key} {value:,}" for key, value in counts.items())
+    return Fact(" / ".join(sides) + " tokens", f"Tokens: {title}")
+
+
+def _latency(ms: float) -> str:
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 10_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms / 1000:.0f} s"
 
 
 def report_sentences(report: healing.AppendReport, kind: str) -> list[str]:
