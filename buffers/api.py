@@ -31,7 +31,7 @@ from ninja.security import HttpBearer, SessionAuth
 from pydantic import ConfigDict, WithJsonSchema
 from pydantic_core import ErrorDetails
 
-from . import access, exports, healing, selectors, services, transcripts
+from . import access, exports, healing, search, selectors, services, transcripts
 from .bulk import cyclic_gc_paused
 from .healing import formats, sendability
 from .models import Conversation
@@ -165,11 +165,31 @@ class ConversationOut(Schema):
     healed: int = Field(description="Healed placeholders the buffer holds.")
 
 
+class SearchHit(Schema):
+    index: int = Field(description="The message's position in the buffer.")
+    role: healing.Role
+    snippet: str = Field(description="Its text around the first match.")
+
+
+class ListedConversation(ConversationOut):
+    match: SearchHit | None = Field(
+        description="With q: a message that holds the words (none when only the title or "
+        "source does)."
+    )
+
+
 class ConversationPage(Schema):
     total: int
     offset: int
     limit: int
-    conversations: list[ConversationOut]
+    conversations: list[ListedConversation]
+
+
+class SearchPage(Schema):
+    count: int = Field(description="Messages of the buffer that hold every word.")
+    offset: int
+    limit: int
+    hits: list[SearchHit] = Field(description="In buffer order.")
 
 
 class Batch(Schema):
@@ -352,10 +372,27 @@ class Paging(Schema):
     limit: int = Field(100, ge=1, le=_BIGGEST_ID, description=f"Capped at {MAX_PAGE}.")
 
 
+_QUERY_DESCRIPTION = (
+    "Words, each of which must be there (a word of two letters or more matches the words it "
+    "begins); punctuation only separates them. Empty: no search. At most "
+    f"{search.MAX_QUERY} characters."
+)
+
+
 class ConversationFilter(Paging):
     unanswered: Annotated[bool | None, WithJsonSchema({"type": "boolean"})] = Field(
         None, description="true: only conversations with unanswered calls; false: only without."
     )
+    q: str = Field(
+        "",
+        max_length=search.MAX_QUERY,
+        description="Only conversations whose title and source, or one of whose messages, "
+        f"hold the words. {_QUERY_DESCRIPTION}",
+    )
+
+
+class SearchQuery(Paging):
+    q: str = Field("", max_length=search.MAX_QUERY, description=_QUERY_DESCRIPTION)
 
 
 # Errors: every one JSON, every one with its place.
@@ -493,6 +530,9 @@ def _get_and_head(path: str, **options: Any) -> Callable[[Callable[..., Any]], C
 # append to a conversation the caller may view but not drive. 404: none the caller may see.
 _ERRORS = {400: Error, 401: Error, 403: Error, 404: Error, 405: Error, 422: Error, 503: Error}
 _READ_ERRORS = {401: Error, 404: Error, 405: Error, 422: Error}
+# A query parameter that takes text can hold a character no parameter takes (a NUL):
+# RefuseUnstorableQuery answers those with a 400 before any view runs.
+_TEXT_QUERY_ERRORS = {400: Error, **_READ_ERRORS}
 _CREATE_ERRORS = {400: Error, 401: Error, 403: Error, 405: Error, 422: Error, 503: Error}
 _HEADERS: dict[int, Any] = {  # ninja keys responses by int: so must we, or they double
     201: {"headers": {"Location": {"description": "The new conversation's URL.",
@@ -587,7 +627,7 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
 
 @_get_and_head(
     "/conversations",
-    response={200: ConversationPage, **_READ_ERRORS},
+    response={200: ConversationPage, **_TEXT_QUERY_ERRORS},
     tags=["conversations"],
 )
 def list_conversations(request: HttpRequest, filters: Query[ConversationFilter]) -> dict[str, Any]:
@@ -598,14 +638,27 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
         conversations = conversations.with_unanswered_calls()
     elif filters.unanswered is False:
         conversations = conversations.without_unanswered_calls()
+    query = search.clean(filters.q)
+    words = search.terms(query)
+    if query:
+        conversations = conversations.filter(search.matching_conversations(words))
     limit = min(filters.limit, MAX_PAGE)
-    page = conversations[filters.offset : filters.offset + limit]
+    page = list(conversations[filters.offset : filters.offset + limit])
+    hits = search.first_hits([c.pk for c in page], words)
     return {
         "total": conversations.count(),
         "offset": filters.offset,
         "limit": limit,
-        "conversations": [_conversation_out(c) for c in page],
+        "conversations": [
+            {**_conversation_out(c), "match": _hit_out(hits.get(c.pk))} for c in page
+        ],
     }
+
+
+def _hit_out(hit: search.Hit | None) -> dict[str, Any] | None:
+    if hit is None:
+        return None
+    return {"index": hit.index, "role": hit.role, "snippet": hit.snippet.text}
 
 
 @_get_and_head(
@@ -675,6 +728,29 @@ def list_messages(
         "offset": paging.offset,
         "limit": limit,
         "messages": [row.as_core().as_stored() for row in rows],
+    }
+
+
+@_get_and_head(
+    "/conversations/{int:conversation_id}/search",
+    response={200: SearchPage, **_TEXT_QUERY_ERRORS},
+    tags=["messages"],
+)
+def search_conversation(
+    request: HttpRequest, conversation_id: int, query: Query[SearchQuery]
+) -> dict[str, Any]:
+    """The messages of the buffer that hold every word of ``q`` (their text: content, text
+    parts, tool calls' names and arguments, tool results), in buffer order, a page at a
+    time, each with its index and a snippet around the first match."""
+    conversation = _conversation(request, conversation_id)
+    limit = min(query.limit, MAX_PAGE)
+    words = search.terms(search.clean(query.q))
+    count, hits = search.hits_page(conversation, words, offset=query.offset, limit=limit)
+    return {
+        "count": count,
+        "offset": query.offset,
+        "limit": limit,
+        "hits": [_hit_out(hit) for hit in hits],
     }
 
 

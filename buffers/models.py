@@ -243,6 +243,42 @@ class Message(models.Model):
         )
 
 
+class TsVectorField(models.Field[Any, Any]):
+    """PostgreSQL's ``tsvector``: the one column ``MessageSearch`` declares beyond its keys
+    (``django.contrib.postgres`` is not installed, and nothing reads it through the ORM)."""
+
+    def db_type(self, connection: Any) -> str:
+        return "tsvector"
+
+
+class MessageSearch(models.Model):
+    """The full-text index of message text (``buffers/search.py``): a row per message that
+    has text, written by the service in the transaction of every write.
+
+    Its table is made by hand for each backend (migration 0006), so no migration may alter
+    it: on PostgreSQL it is this model's table (a stripped ``tsvector`` with a GIN index);
+    on SQLite an FTS5 table of the same name whose rowid is the message's id. The model
+    exists so that Django knows the table (a test database's flush empties it with the
+    rest); read and write it through ``buffers.search`` only, never through the ORM."""
+
+    message = models.OneToOneField(
+        Message,
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        help_text="Its row goes with the message: a trigger deletes it (a foreign key would "
+        "check each of an import's rows, a third of the index's cost).",
+    )
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    document = TsVectorField(help_text="Its GIN index is made by hand, with the table.")
+
+    def __str__(self) -> str:
+        return f"search index of message {self.message_id}"
+
+
 class DeclaredCall(models.Model):
     """A tool call id a buffer declares, at the turn that owns it (its first declaration)."""
 
@@ -455,3 +491,32 @@ class TracedMessage(models.Model):
 
     def __str__(self) -> str:
         return f"traced message {self.position} of conversation {self.conversation_id}"
+
+
+class IdempotentRequest(models.Model):
+    """A write sent with an ``Idempotency-Key``, and the answer it got: a retry with the
+    same key and the same request gets that answer again and writes nothing
+    (``buffers.idempotency``). Keys are per user; kept ``KEPT`` at least."""
+
+    KEPT = timedelta(hours=24)
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotent_requests"
+    )
+    key = models.CharField(max_length=200)
+    fingerprint = models.CharField(
+        max_length=64, help_text="SHA-256 of the method, path and body the key was first sent with."
+    )
+    status = models.IntegerField()
+    content_type = models.CharField(max_length=200)
+    body = models.BinaryField()
+    location = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints: ClassVar[list[Any]] = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} of user {self.user_id}: {self.status}"

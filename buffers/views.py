@@ -4,7 +4,10 @@ for reads; htmx requests get the named partial they swap."""
 from __future__ import annotations
 
 import ipaddress
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages as flash
@@ -12,16 +15,17 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
-from . import access, exports, healing, presenters, selectors, services
+from . import access, exports, healing, presenters, search, selectors, services
 from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
 from .healing import sendability
 from .models import Conversation, SignInLink
@@ -92,7 +96,8 @@ def _int(value: str | None) -> int | None:
 def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
     show = _choice(request.GET.get("show"), FILTERS, "all")
     sort = _choice(request.GET.get("sort"), SORTS, "updated")
-    query = request.GET.get("q", "").strip()[:200]
+    query = search.clean(request.GET.get("q"))
+    words = search.terms(query)
     conversations = access.visible_to(request.user, selectors.conversations_recent())
     conversations = conversations.order_by(*SORTS[sort])
     if show == "unanswered":
@@ -100,11 +105,13 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
     elif show == "healed":
         conversations = conversations.healed()
     if query:
-        conversations = conversations.filter(Q(title__icontains=query) | Q(source__icontains=query))
+        conversations = conversations.filter(search.matching_conversations(words))
     page_asked = request.GET.get("page")
     page = BoundedPaginator(conversations, PAGE_SIZE, page_asked).get_page(page_asked)
+    hits = search.first_hits([c.pk for c in page], words)
     context = {
         "page": page,
+        "rows": [(c, hits.get(c.pk)) for c in page],
         "show": show,
         "sort": sort,
         "q": query,
@@ -131,18 +138,88 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         if request.GET.get("preview")
         else None
     )
-    return render(
-        request,
-        "buffers/conversation_detail.html",
-        _page_context(
-            conversation,
-            start,
-            start + presenters.PAGE,
-            just=just,
-            preview=preview,
-            can_drive=access.may_drive(request.user, conversation),
-        ),
+    context = _page_context(
+        conversation,
+        start,
+        start + presenters.PAGE,
+        just=just,
+        preview=preview,
+        can_drive=access.may_drive(request.user, conversation),
     )
+    query = search.clean(request.GET.get("q"))
+    if query:  # opened at a hit (a search's link, or the search without JavaScript)
+        words = search.terms(query)
+        at = _int(request.GET.get("at"))
+        context["search"] = SearchState.at(search.hit_indexes(conversation, words), query, at)
+    return render(request, "buffers/conversation_detail.html", context)
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """Where a search inside a conversation stands: its query, how many messages hold its
+    words, and which of them is the current hit (``number`` of ``count``, at ``index``)."""
+
+    query: str = ""
+    count: int = 0
+    number: int | None = None
+    index: int | None = None
+    words: list[str] = field(default_factory=list)
+
+    @classmethod
+    def at(cls, hits: list[int], query: str, index: int | None) -> SearchState:
+        place = bisect_left(hits, index) if index is not None else len(hits)
+        if place < len(hits) and hits[place] == index:
+            return cls(query, len(hits), place + 1, index, search.terms(query))
+        return cls(query, len(hits), None, None, search.terms(query))
+
+
+def _step(hits: list[int], current: int | None, backwards: bool) -> int | None:
+    """The hit after ``current`` (before it, ``backwards``), round the end of the buffer
+    as a browser's find goes round the page; the first (last) when there is no current."""
+    if not hits:
+        return None
+    if backwards:
+        place = len(hits) if current is None else bisect_left(hits, current)
+        return hits[place - 1] if place > 0 else hits[-1]
+    place = 0 if current is None else bisect_right(hits, current)
+    return hits[place] if place < len(hits) else hits[0]
+
+
+@require_safe
+def conversation_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Search inside a conversation, server-side over the whole buffer: the next hit after
+    the current one (``from``; or the previous, ``go=previous``), opened as a window there
+    (htmx swaps it in, with the count); without JavaScript, the page opened at it."""
+    conversation = _visible(request, pk)
+    query = search.clean(request.GET.get("q"))
+    hits = search.hit_indexes(conversation, search.terms(query))
+    same_search = request.GET.get("searched") == query
+    current = _int(request.GET.get("from")) if same_search else None
+    index = _step(hits, current, backwards=request.GET.get("go") == "previous")
+    state = SearchState.at(hits, query, index)
+    url = reverse("buffers:conversation", args=[pk])
+    params = {"q": query} if query else {}
+    if index is not None:
+        params["at"] = str(index)
+    here = f"{url}?{urlencode(params)}" if params else url
+    if index is not None:
+        here += f"#m-{index}"
+    if not request.htmx:
+        return redirect(here)
+    search_state = render_to_string(
+        "buffers/_search.html#search-state", {"search": state, "oob": True}, request
+    )
+    if index is None:  # nothing to open: only the count changes
+        return reswap(HttpResponse(search_state), "none")
+    start = presenters.start_at(conversation, index)
+    problems = presenters.open_calls(conversation)
+    window = presenters.window(conversation, start, start + presenters.PAGE, problems=problems)
+    context = _page_context(conversation, window=window, problems=problems)
+    context["oob"] = True
+    response = render(request, "buffers/conversation_detail.html#messages-page", context)
+    response.content += search_state.encode()
+    response["HX-Push-Url"] = here
+    return response
 
 
 @require_safe

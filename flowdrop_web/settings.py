@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "buffers.middleware.InspectorLoginRequired",
+    "buffers.idempotency.ExactlyOnce",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -97,6 +98,9 @@ TEMPLATES = [
 # SQLite takes the write lock at BEGIN (IMMEDIATE), so appends to a buffer queue on it;
 # FLOWDROP_BUFFER_LOCK_WAIT bounds that wait (and the row-lock wait on PostgreSQL): MEM-12.
 FLOWDROP_BUFFER_LOCK_WAIT = float(os.environ.get("FLOWDROP_BUFFER_LOCK_WAIT", "5"))
+
+# How long a write waits for another one in flight with its Idempotency-Key, before a 409.
+FLOWDROP_IDEMPOTENCY_WAIT = float(os.environ.get("FLOWDROP_IDEMPOTENCY_WAIT", "10"))
 
 # Buffers are stored in blocks of about this many messages (buffers/models.py): an insert
 # mid-buffer rewrites at most one block's rows and the starts of the blocks after it.

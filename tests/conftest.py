@@ -29,6 +29,8 @@ def spec_examples(rule: str) -> dict[int, Any]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Stop before any test runs when browser tests are chosen and no chromium is there:
     one sentence saying what to install, not one fixture error per browser test."""
+    if config.option.collectonly:
+        return
     if any(item.get_closest_marker("browser") for item in items):
         chromium, advice = find_chromium()
         if chromium is None:

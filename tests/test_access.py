@@ -38,6 +38,7 @@ POLICY: dict[str, str] = {
     "inspector GET buffers:export": "view",
     "inspector GET buffers:sendability": "view",
     "inspector GET buffers:conversation_messages": "view",
+    "inspector GET buffers:conversation_search": "view",
     "inspector POST buffers:conversation_append": "drive",
     "inspector GET buffers:conversation_history": "view",
     "inspector GET buffers:conversation_preview": "view",
@@ -47,6 +48,7 @@ POLICY: dict[str, str] = {
     "api POST /api/conversations/{conversation_id}/messages": "drive",
     "api GET /api/conversations/{conversation_id}/messages": "view",
     "api GET /api/conversations/{conversation_id}/analysis": "view",
+    "api GET /api/conversations/{conversation_id}/search": "view",
     "api GET /api/conversations/{conversation_id}/export": "view",
     "api POST /api/imports": "create",
 }

@@ -93,7 +93,8 @@ def test_conversations_are_listed_newest_first_with_their_counts(client: Client)
         "healed": 0,
     }
     assert set(first) == {"id", "title", "source", "created", "updated", "count", "unanswered",
-                          "healed"}  # fmt: skip
+                          "healed", "match"}  # fmt: skip
+    assert first["match"] is None  # no search asked
 
 
 def test_conversations_filter_on_unanswered_calls_and_page(client: Client) -> None:
@@ -372,6 +373,7 @@ def test_the_openapi_document_describes_the_contract_and_the_docs_render(client:
         "/api/conversations/{conversation_id}/messages",
         "/api/conversations/{conversation_id}/analysis",
         "/api/conversations/{conversation_id}/export",
+        "/api/conversations/{conversation_id}/search",
         "/api/imports",
     }
     assert docs.status_code == 200

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import F
 from django.utils import timezone
 
-from buffers import healing
+from buffers import healing, search
 from buffers.models import Action, Conversation, DeclaredCall, Message
 
 from .journal import Actor, Writer
@@ -139,7 +139,8 @@ def _apply(
     writer: Writer,
 ) -> None:
     """Write a plan: overwrite replaced placeholders, make room mid-buffer, insert the new
-    rows, and bring the declared-call index, the counters and the journal along."""
+    rows, and bring the declared-call and search indexes, the counters and the journal
+    along."""
     if not plan.inserts and not plan.replacements:
         return
     # First, and only if no other append wrote since the facts were read (MEM-12).
@@ -153,14 +154,18 @@ def _apply(
     if not changed:
         raise _StaleBuffer
     _journal_plan(conversation, plan, stored, writer)
+    rewritten: dict[int, healing.Message] = {}
     for replacement in plan.replacements:
         message = replacement.message
-        Message.objects.filter(pk=stored[replacement.original_position].pk).update(
+        pk = stored[replacement.original_position].pk
+        Message.objects.filter(pk=pk).update(
             content=message.content,
             metadata=message.metadata,
             answers_call_id=healing.result_call_id(message),
             is_placeholder=healing.is_placeholder(message),
         )
+        rewritten[pk] = message
+    search.reindex_messages(conversation.pk, rewritten)
     grown = _make_room(conversation, plan, stored)
     mid = [
         Message.from_core(
@@ -174,6 +179,10 @@ def _apply(
     tail = _place_tail(conversation, plan.tail_inserts(), grown)
     Message.objects.bulk_create(mid + tail, batch_size=_INSERT_BATCH)
     _resize_blocks(grown)
+    search.index_messages(
+        (row.pk, conversation.pk, search.text_of(row.role, row.content, row.metadata))
+        for row in mid + tail
+    )
 
     new_at = dict(
         zip(

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, models
 
-from buffers import healing
+from buffers import healing, search
 from buffers.bulk import cyclic_gc_paused
 from buffers.healing import jsontext
 from buffers.models import Action, Block, Conversation, DeclaredCall, Message, Scope
@@ -198,9 +198,10 @@ def _write_verbatim(
             for start in range(0, len(messages), block_size)
         ]
     )
+    ids = _new_ids(Message, len(messages))
     message_columns = [
-        "conversation_id", "block_id", "slot", "role", "content", "metadata", "answers_call_id",
-        "is_placeholder",
+        "id", "conversation_id", "block_id", "slot", "role", "content", "metadata",
+        "answers_call_id", "is_placeholder",
     ]  # fmt: skip
     for first, chunk in _chunks(messages, _INSERT_BATCH):
         _insert_rows(
@@ -208,6 +209,7 @@ def _write_verbatim(
             message_columns,
             [
                 (
+                    ids[position],
                     conversation.pk,
                     blocks[position // block_size].pk,
                     position % block_size,
@@ -220,18 +222,14 @@ def _write_verbatim(
                 for position, message in enumerate(chunk, start=first)
             ],
         )
+        search.index_messages(
+            (ids[position], conversation.pk, search.message_text(message))
+            for position, message in enumerate(chunk, start=first)
+        )
         if progress:
             progress(len(chunk))
 
-    block_start = {block.pk: block.start for block in blocks}
-    owner_positions = {position for position, _ in index.owners.values()}
-    pk_at = {
-        block_start[block_id] + slot: pk
-        for pk, block_id, slot in Message.objects.filter(
-            conversation=conversation, role="assistant"
-        ).values_list("pk", "block_id", "slot")
-        if block_start[block_id] + slot in owner_positions
-    }
+    pk_at = ids
     _index_calls(conversation, index, pk_at, len(messages))
     conversation.refresh_from_db()
 
@@ -259,6 +257,32 @@ def _index_calls(
         unanswered_count=len(index.open_calls()),
         healed_count=len(index.placeholders),
     )
+
+
+def _new_ids(model: type[models.Model], count: int) -> list[int]:
+    """``count`` primary keys for new rows of ``model``, taken now, so that the rows and
+    what refers to them (the declared-call and search indexes) go in without reading the
+    rows back. PostgreSQL draws them from the table's sequence; on SQLite the import holds
+    the database's write lock (BEGIN IMMEDIATE), so the keys after the highest ever used
+    are free."""
+    if not count:
+        return []
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [table, count],
+            )
+            return [pk for (pk,) in cursor.fetchall()]
+        cursor.execute(
+            "SELECT MAX(n) FROM (SELECT MAX(id) AS n FROM " + table + " UNION ALL "
+            "SELECT seq FROM sqlite_sequence WHERE name = %s)",
+            [table],
+        )
+        (highest,) = cursor.fetchone()
+        first = (highest or 0) + 1
+        return list(range(first, first + count))
 
 
 def _insert_rows(

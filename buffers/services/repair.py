@@ -9,7 +9,7 @@ from typing import cast
 from django.db.models import F
 from django.utils import timezone
 
-from buffers import healing
+from buffers import healing, search
 from buffers.models import Action, Block, Conversation, DeclaredCall, Message
 
 from .appends import _apply, _conversation, _load_facts
@@ -90,6 +90,7 @@ def edit_message(
             answers_call_id=healing.result_call_id(message),
             is_placeholder=healing.is_placeholder(message),
         )
+        search.reindex_messages(conversation.pk, {row.pk: message})
         _reindex(conversation)
         Writer(via, by, Action.EDIT, reason).record(
             conversation,
@@ -119,7 +120,7 @@ def delete_message(
         row = _message_at(conversation, index)
         old = row.as_core()
         block = row.block
-        row.delete()
+        row.delete()  # its search index row goes with it (a foreign key, or SQLite's trigger)
         # Slots and starts are unique: through negative values and back, as in _make_room.
         Message.objects.filter(block=block, slot__gt=row.slot).update(slot=-F("slot"))
         Message.objects.filter(block=block, slot__lt=0).update(slot=-F("slot") - 1)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from django import template
 
@@ -32,3 +33,9 @@ def as_json(value: object) -> str:
 def format_label(format: str) -> str:
     """A format's name in words ("Claude Code session"); empty for none."""
     return formats.label(format) if format else ""
+
+
+@register.simple_tag
+def fresh_key() -> str:
+    """A new idempotency key for a form (buffers/idempotency.py)."""
+    return uuid.uuid4().hex

@@ -3,18 +3,455 @@
 (function () {
   "use strict";
 
-  // A link to a message this page did not load (#m-50000 in a long buffer): open the page
-  // at that message instead, without loading the rest of the buffer.
-  function openLinkedMessage() {
-    var match = /^#m-(\d+)$/.exec(window.location.hash);
-    if (match && !document.getElementById("m-" + match[1])) {
-      var url = new URL(window.location.href);
-      url.searchParams.set("at", match[1]);
-      window.location.replace(url.toString());
+  // ---------------------------------------------------------------------------------------
+  // Messages: which one the reader is at, moving to another, opening the window around one
+  // the page did not load (htmx, no reload).
+
+  function messagesBox() {
+    return document.getElementById("messages");
+  }
+
+  function loadedMessages() {
+    var box = messagesBox();
+    return box ? Array.prototype.slice.call(box.querySelectorAll("article.message")) : [];
+  }
+
+  function indexOf(article) {
+    var match = /^m-(\d+)$/.exec(article.id);
+    return match ? Number(match[1]) : -1;
+  }
+
+  function loadedMessage(index) {
+    var box = messagesBox();
+    var article = document.getElementById("m-" + index);
+    return box && article && box.contains(article) ? article : null;
+  }
+
+  // How many messages the conversation holds (the window's range carries it, and every
+  // swap that changes it brings a new one).
+  function messageCount() {
+    var held = document.querySelector("#window-range [data-message-count]");
+    var count = held ? held.getAttribute("data-message-count") : null;
+    return count ? Number(count) : null;
+  }
+
+  function onScreen(element) {
+    var box = element.getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight - pinnedBottom();
+  }
+
+  function firstOnScreen(list) {
+    for (var i = 0; i < list.length; i++) {
+      if (onScreen(list[i])) return list[i];
+    }
+    return null;
+  }
+
+  var lastIndex = null; // the message the reader last moved to (focus may since have left it)
+
+  // The message the reader is at: the one holding the focus, else the one last moved to
+  // while it is still on screen, else the one a link opened.
+  function currentMessage() {
+    var active = document.activeElement;
+    var here = active && active.closest ? active.closest("#messages article.message") : null;
+    if (here) return here;
+    var last = lastIndex === null ? null : loadedMessage(lastIndex);
+    if (last && onScreen(last)) return last;
+    var target = document.querySelector("#messages article.message.is-target");
+    return target && onScreen(target) ? target : null;
+  }
+
+  function say(text) {
+    var notice = document.getElementById("jump-notice");
+    if (!notice) return;
+    notice.textContent = text;
+    if (text) notice.scrollIntoView({block: "nearest"});
+  }
+
+  // The highlighted message: a deep link's target, then wherever the keys moved. The class
+  // stands in for :target, which neither history.replaceState nor an htmx swap moves.
+  function markTarget(article) {
+    var box = messagesBox();
+    if (!box) return;
+    box.querySelectorAll(".is-target").forEach(function (other) {
+      if (other !== article) other.classList.remove("is-target");
+    });
+    if (article) article.classList.add("is-target");
+  }
+
+  function goTo(article) {
+    lastIndex = indexOf(article);
+    say("");
+    if (!article.hasAttribute("tabindex")) article.setAttribute("tabindex", "-1");
+    article.focus({preventScroll: true});
+    article.scrollIntoView({block: "nearest"});
+    markTarget(article);
+    var url = new URL(window.location.href);
+    url.hash = "m-" + lastIndex;
+    if (url.href !== window.location.href) history.replaceState(history.state, "", url.href);
+  }
+
+  function noSuchMessage(index, count) {
+    say("There is no message " + index + ": this conversation has " + count +
+      " message" + (count === 1 ? "" : "s") + ".");
+  }
+
+  // A load the keys or a link started, finished when its swap lands: {elt, index, from,
+  // delta, url}. One at a time.
+  var pending = null;
+
+  // Message ``index``: there if loaded, else the window around it (the page ?at=index, its
+  // messages swapped in by htmx), else a notice when the buffer has no such message.
+  function openMessage(index) {
+    var article = loadedMessage(index);
+    if (article) {
+      goTo(article);
+      return;
+    }
+    var count = messageCount();
+    if (count !== null && index >= count) {
+      noSuchMessage(index, count);
+      return;
+    }
+    var box = messagesBox();
+    var path = window.location.pathname + "?at=" + index;
+    if (box && !window.htmx) {
+      window.location.assign(path + "#m-" + index); // no htmx: the page that opens there
+      return;
+    }
+    if (!box || pending) return;
+    pending = {elt: box, index: index, url: path + "#m-" + index};
+    window.htmx.ajax("GET", path, {
+      source: box, target: box, select: "#messages", swap: "outerHTML", selectOOB: "#window-range"
+    });
+  }
+
+  function follows(node, other) {
+    return Boolean(node.compareDocumentPosition(other) & Node.DOCUMENT_POSITION_FOLLOWING);
+  }
+
+  // The "Load earlier" / "Load more" control between a message and its neighbour, if any.
+  function loaderBetween(here, neighbour, delta) {
+    var loaders = messagesBox().querySelectorAll(".load-earlier, .load-later");
+    for (var i = 0; i < loaders.length; i++) {
+      var loader = loaders[i];
+      var after = delta > 0 ? follows(here, loader) : follows(loader, here);
+      var before = !neighbour || (delta > 0 ? follows(loader, neighbour) : follows(neighbour, loader));
+      if (after && before) return loader;
+    }
+    return null;
+  }
+
+  function load(loader, here, delta) {
+    if (pending || !window.htmx) return;
+    pending = {elt: loader, index: indexOf(here) + delta, from: indexOf(here), delta: delta};
+    if ((loader.getAttribute("hx-trigger") || "").indexOf("revealed") !== -1) {
+      loader.setAttribute("data-hx-revealed", "true"); // htmx's own scroll check would ask again
+      window.htmx.trigger(loader, "revealed");
+    } else {
+      loader.click();
     }
   }
+
+  // j / k: the next or previous message, loading the next page when the window ends there.
+  function step(delta) {
+    var list = loadedMessages();
+    if (!list.length || pending) return;
+    var here = currentMessage();
+    if (!here) {
+      var first = firstOnScreen(list) || list[0];
+      goTo(first);
+      return;
+    }
+    var wanted = loadedMessage(indexOf(here) + delta);
+    if (wanted) {
+      goTo(wanted);
+      return;
+    }
+    var neighbour = list[list.indexOf(here) + delta] || null;
+    var loader = loaderBetween(here, neighbour, delta);
+    if (loader) load(loader, here, delta);
+    else if (neighbour) goTo(neighbour);
+  }
+
+  // A message with an unanswered call or any other finding (the rendering marks them).
+  var PROBLEM = "article.message.has-unanswered, article.message.has-problem, " +
+    "article.message:has(.badge-finding), article.message:has(.badge-unanswered)";
+
+  // Problems the page links to beyond what it loaded: the summary's links and each
+  // message's "next problem".
+  function linkedProblems() {
+    var found = [];
+    document.querySelectorAll("#summary a[href*='#m-'], #messages a.next-problem[href*='#m-']").forEach(function (link) {
+      var match = /#m-(\d+)$/.exec(link.getAttribute("href"));
+      if (match) found.push(Number(match[1]));
+    });
+    return found;
+  }
+
+  // u: the next message with a problem after the reader's place, loaded or not.
+  function nextProblem() {
+    var list = loadedMessages();
+    if (!list.length || pending) return;
+    var here = currentMessage();
+    var from;
+    if (here) {
+      from = indexOf(here);
+    } else {
+      var first = firstOnScreen(list) || list[0];
+      from = indexOf(first) - 1;
+    }
+    var best = null;
+    messagesBox().querySelectorAll(PROBLEM).forEach(function (article) {
+      var index = indexOf(article);
+      if (index > from && (best === null || index < best)) best = index;
+    });
+    linkedProblems().forEach(function (index) {
+      if (index > from && (best === null || index < best)) best = index;
+    });
+    if (best === null) {
+      say(from < 0 ? "This conversation shows no problem." : "No problem after message " + from + ".");
+      return;
+    }
+    openMessage(best);
+  }
+
+  // A link to a message (#m-N, or ?at=N#m-N as links into another window are written):
+  // opened in place rather than by loading the page again.
+  function messageLink(link) {
+    if (link.hasAttribute("hx-get") || link.hasAttribute("download") || link.target) return null;
+    var url = new URL(link.href, window.location.href);
+    if (url.origin !== window.location.origin || url.pathname !== window.location.pathname) return null;
+    var match = /^#m-(\d+)$/.exec(url.hash);
+    if (!match) return null;
+    var keys = Array.from(url.searchParams.keys());
+    if (keys.some(function (key) { return key !== "at"; })) return null;
+    return {index: Number(match[1]), sameSearch: url.search === window.location.search};
+  }
+
+  document.addEventListener("click", function (event) {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey ||
+        event.shiftKey || event.altKey || !messagesBox()) return;
+    var link = event.target.closest ? event.target.closest("a[href]") : null;
+    var target = link ? messageLink(link) : null;
+    if (!target) return;
+    // A plain #m-N to a loaded message: the browser's own jump (hashchange does the rest).
+    if (target.sameSearch && loadedMessage(target.index)) return;
+    event.preventDefault();
+    openMessage(target.index);
+  });
+
+  // The page's address names a message (#m-50000 in a long buffer, a link from elsewhere,
+  // the address bar): show it, highlighted, opening the window there if it is not loaded.
+  function openLinkedMessage(event) {
+    var match = /^#m-(\d+)$/.exec(window.location.hash);
+    if (!match || !messagesBox()) return;
+    var index = Number(match[1]);
+    var article = loadedMessage(index);
+    if (article && !event) {
+      // On arrival the browser has scrolled to it: mark it, and start the keys from it.
+      lastIndex = index;
+      markTarget(article);
+      return;
+    }
+    openMessage(index); // a link followed: focus it; or open its window; or say it is not there
+  }
   window.addEventListener("hashchange", openLinkedMessage);
-  document.addEventListener("DOMContentLoaded", openLinkedMessage);
+  document.addEventListener("DOMContentLoaded", function () {
+    openLinkedMessage(null);
+    // ?at=N past the end opens the last page: say that message N is not there.
+    var at = new URL(window.location.href).searchParams.get("at");
+    var count = messageCount();
+    if (at !== null && count !== null && Number(at) >= count && !/^#m-\d+$/.test(window.location.hash)) {
+      noSuchMessage(Number(at), count);
+    }
+  });
+
+  // ---------------------------------------------------------------------------------------
+  // The keys. Ignored while typing in a field (Escape leaves it); "/" belongs to search.
+
+  function typing(element) {
+    if (!element || !element.tagName) return false;
+    if (element.isContentEditable) return true;
+    if (element.tagName === "TEXTAREA" || element.tagName === "SELECT") return true;
+    if (element.tagName !== "INPUT") return false;
+    return !/^(checkbox|radio|button|submit|reset|file|range|color|image)$/i.test(element.type);
+  }
+
+  function keysDialog() {
+    return document.getElementById("keys");
+  }
+
+  function toggleKeys() {
+    var dialog = keysDialog();
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    var element = event.target;
+    if (event.key === "Escape") {
+      if (typing(element)) {
+        element.blur();
+        event.preventDefault();
+      }
+      return;
+    }
+    if (typing(element)) return;
+    var dialog = keysDialog();
+    if (dialog && dialog.open && event.key !== "?") return;
+    switch (event.key) {
+      case "j": step(1); break;
+      case "k": step(-1); break;
+      case "u": nextProblem(); break;
+      case "?": toggleKeys(); break;
+      default: return;
+    }
+    event.preventDefault();
+  });
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest(".keys-button, .close-dialog") : null;
+    if (!button) return;
+    if (button.matches(".keys-button")) toggleKeys();
+    else button.closest("dialog").close();
+  });
+
+  // ---------------------------------------------------------------------------------------
+  // Room to read: what the pinned composer covers at the foot is kept clear of by every
+  // scroll to a message (scroll-padding-bottom in app.css reads --pinned-bottom).
+
+  function composer() {
+    return document.querySelector(".composer");
+  }
+
+  function pinnedBottom() {
+    var pinned = composer();
+    var box = messagesBox();
+    if (!pinned || !box) return 0;
+    var rect = pinned.getBoundingClientRect();
+    var messages = box.getBoundingClientRect();
+    var beside = rect.left >= messages.right || rect.right <= messages.left;
+    var atFoot = rect.bottom >= window.innerHeight - 1 && rect.top > 0;
+    return beside || !atFoot ? 0 : Math.ceil(rect.height);
+  }
+
+  var pinnedMeasured = null;
+
+  function measurePinned() {
+    var height = pinnedBottom();
+    if (height === pinnedMeasured) return;
+    pinnedMeasured = height;
+    document.documentElement.style.setProperty("--pinned-bottom", height + "px");
+  }
+
+  function watchComposer() {
+    var pinned = composer();
+    if (!pinned) return;
+    measurePinned();
+    if (window.ResizeObserver) new ResizeObserver(measurePinned).observe(pinned);
+    window.addEventListener("resize", measurePinned);
+    window.addEventListener("scroll", measurePinned, {passive: true});
+    var qa = document.getElementById("qa");
+    if (qa) {
+      qa.addEventListener("toggle", function () {
+        measurePinned();
+        // Opened under the user turn: show the panel's top, not the user turn again.
+        if (qa.open && pinned.scrollHeight > pinned.clientHeight) {
+          pinned.scrollTop += qa.getBoundingClientRect().top - pinned.getBoundingClientRect().top;
+        }
+      });
+    }
+  }
+  document.addEventListener("DOMContentLoaded", watchComposer);
+
+  // The report of a write is at the top of the composer: scroll the composer (not the page)
+  // back to it when the composer scrolls inside.
+  function showReport() {
+    var pinned = composer();
+    var report = document.getElementById("report");
+    if (!pinned || !report || !pinned.contains(report)) return;
+    var above = pinned.getBoundingClientRect().top - report.getBoundingClientRect().top;
+    if (above > 0) pinned.scrollTop -= above;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Tables as stacked rows on a narrow screen: each cell labelled with its column.
+
+  function labelCells(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    var tables = Array.prototype.slice.call(scope.querySelectorAll("table.conversations, table.journal"));
+    if (scope.matches && scope.matches("table.conversations, table.journal")) tables.push(scope);
+    tables.forEach(function (table) {
+      var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+        return th.textContent.trim();
+      });
+      table.querySelectorAll("tbody tr").forEach(function (row) {
+        Array.prototype.forEach.call(row.children, function (cell, i) {
+          if (heads[i] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", heads[i]);
+        });
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    labelCells(document);
+    // The keys move through messages: their button shows where there are some.
+    var keys = document.querySelector(".keys-button");
+    if (keys && messagesBox()) keys.hidden = false;
+  });
+  document.body.addEventListener("htmx:load", function (event) {
+    labelCells(event.detail.elt);
+  });
+
+  // ---------------------------------------------------------------------------------------
+  // Loading messages: "Load earlier" keeps the reader's place; a load the keys asked for
+  // ends on the message they wanted.
+
+  var anchor = null; // {id, top}: the first message on screen before earlier ones came in
+
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    var elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!elt || !elt.matches || !elt.matches(".load-earlier")) return;
+    var first = firstOnScreen(loadedMessages());
+    anchor = first ? {id: first.id, top: first.getBoundingClientRect().top} : null;
+  });
+
+  function swappedBy(event, elt) {
+    var config = event.detail.requestConfig;
+    return event.detail.elt === elt || (config && config.elt === elt);
+  }
+
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    if (anchor) {
+      var kept = document.getElementById(anchor.id);
+      if (kept) window.scrollBy(0, kept.getBoundingClientRect().top - anchor.top);
+      anchor = null;
+    }
+    if (!pending || !swappedBy(event, pending.elt)) return;
+    var done = pending;
+    pending = null;
+    if (done.url) history.replaceState(history.state, "", done.url);
+    var article = loadedMessage(done.index);
+    if (!article && done.delta) {
+      // The page loaded did not reach it (a gap longer than a page): the neighbour in order.
+      var from = loadedMessage(done.from);
+      var list = loadedMessages();
+      article = from ? list[list.indexOf(from) + done.delta] || null : null;
+    }
+    if (article) goTo(article);
+  });
+
+  function dropPending(event) {
+    if (pending && swappedBy(event, pending.elt)) pending = null;
+  }
+  document.body.addEventListener("htmx:responseError", dropPending);
+  document.body.addEventListener("htmx:sendError", dropPending);
+  document.body.addEventListener("htmx:swapError", dropPending);
+
+  // ---------------------------------------------------------------------------------------
+  // Writes: the forms that append through the service.
 
   function isAppendForm(element) {
     return Boolean(element && element.matches && element.matches(".append-form"));
@@ -45,10 +482,12 @@
     }
     var used = event.detail.requestConfig && event.detail.requestConfig.elt;
     if (isAppendForm(used)) {
-      // Show the last row the write touched (the writer's own turn, usually), then hand
-      // the focus back to the form.
+      // Show the last row the write touched (the writer's own turn, usually) clear of the
+      // composer, and the report of what the write did; then hand the focus back to the form.
+      measurePinned();
       var touched = document.querySelectorAll("#messages .just-inserted, #messages .just-replaced");
       if (touched.length) touched[touched.length - 1].scrollIntoView({block: "nearest"});
+      showReport();
       var field = firstField(used);
       if (field) field.focus({preventScroll: true});
     }
@@ -70,6 +509,7 @@
     var list = document.createElement("ul");
     list.appendChild(line);
     report.replaceChildren(list);
+    showReport();
   }
   // An upload: show how much of it has been sent (a 30 MB transcript takes a while).
   // htmx reports the upload's progress and then the answer's under the same event name;
@@ -110,4 +550,7 @@
 
   document.body.addEventListener("htmx:responseError", reportFailure);
   document.body.addEventListener("htmx:sendError", reportFailure);
+
+  // For the other scripts (search opens a hit's window the same way).
+  window.flowdrop = {openMessage: openMessage, goTo: goTo};
 })();

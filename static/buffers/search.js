@@ -1,1 +1,130 @@
-// Search inside a conversation.
+// FlowDrop Web: search. "/" focuses the page's search field (the list's, or the
+// conversation's). In a conversation, Enter asks the server for the next hit and Shift+Enter
+// for the previous one: it opens the window there (htmx swaps it in with "3 of 17"), and the
+// hit is highlighted, its matching words marked. Loaded as a file under the strict CSP; text
+// is only ever wrapped in elements made here, never parsed as markup.
+(function () {
+  "use strict";
+
+  function isField(element) {
+    return Boolean(element) && (element.isContentEditable ||
+      /^(INPUT|TEXTAREA|SELECT)$/.test(element.tagName));
+  }
+
+  // "/" anywhere but in a field: to the search field, its text selected to type over.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.defaultPrevented || isField(event.target)) return;
+    var field = document.querySelector(".search-field");
+    if (!field) return;
+    event.preventDefault();
+    field.focus();
+    field.select();
+  });
+
+  // Enter: the next hit; Shift+Enter: the previous one. By the form's own buttons, so that
+  // htmx sends which one (and without JavaScript they do the same, reloading the page).
+  document.addEventListener("keydown", function (event) {
+    var field = event.target;
+    if (event.key !== "Enter" || event.isComposing || !field || field.id !== "conversation-search-q") return;
+    var button = field.form && field.form.querySelector(event.shiftKey ? ".search-previous" : ".search-next");
+    if (!button) return;
+    event.preventDefault();
+    button.click();
+  });
+
+  var WORD = "[\\p{L}\\p{N}]";
+
+  function escapeRegExp(text) {
+    return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }
+
+  // The words as the server matches them: a word of two characters or more matches the
+  // words it begins, a shorter one only itself.
+  function wordsPattern(words) {
+    var alternatives = words.map(function (word) {
+      return escapeRegExp(word) + (word.length >= 2 ? WORD + "*" : "(?!" + WORD + ")");
+    });
+    return new RegExp("(?<!" + WORD + ")(?:" + alternatives.join("|") + ")", "giu");
+  }
+
+  function unmark() {
+    document.querySelectorAll(".search-hit").forEach(function (element) {
+      element.classList.remove("search-hit");
+    });
+    document.querySelectorAll("mark.search-word").forEach(function (mark) {
+      var parent = mark.parentNode;
+      parent.replaceChild(document.createTextNode(mark.textContent), mark);
+      parent.normalize();
+    });
+  }
+
+  function markWords(root, words) {
+    if (!words.length) return;
+    var pattern = wordsPattern(words);
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      var parent = node.parentElement;
+      if (!parent || parent.closest("header, mark, .raw, button, summary")) return;
+      var text = node.nodeValue;
+      var pieces = null;
+      var at = 0;
+      var match;
+      pattern.lastIndex = 0;
+      while ((match = pattern.exec(text)) !== null) {
+        pieces = pieces || document.createDocumentFragment();
+        pieces.appendChild(document.createTextNode(text.slice(at, match.index)));
+        var mark = document.createElement("mark");
+        mark.className = "search-word";
+        mark.textContent = match[0];
+        pieces.appendChild(mark);
+        at = match.index + match[0].length;
+      }
+      if (pieces) {
+        pieces.appendChild(document.createTextNode(text.slice(at)));
+        parent.replaceChild(pieces, node);
+      }
+    });
+    // A match only in a folded part (a call's arguments): unfold the first one.
+    var first = root.querySelector("mark.search-word");
+    var folded = first && first.closest("details:not([open])");
+    if (folded && !root.querySelector(".content mark.search-word")) folded.open = true;
+    // A match below the head of a long folded message: show it all.
+    var inFold = first && first.closest(".is-folded");
+    var showAll = inFold && root.querySelector("button.show-all");
+    if (showAll) showAll.click();
+  }
+
+  // The current hit, as the last answer (or the page) says: highlighted, words marked.
+  function markHit() {
+    unmark();
+    var count = document.querySelector("#search-state .search-count");
+    if (!count || count.dataset.hit === "") return null;
+    var article = document.getElementById("m-" + count.dataset.hit);
+    if (!article) return null;
+    article.classList.add("search-hit");
+    markWords(article, (count.dataset.words || "").split(" ").filter(Boolean));
+    return article;
+  }
+
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    var used = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!used || used.id !== "conversation-search") return;
+    var article = markHit();
+    if (article) article.scrollIntoView({block: "center"});
+  });
+
+  // Nothing found: only the count changed (no swap settles), and no hit stays highlighted.
+  document.body.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id === "search-state") markHit();
+  });
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", markHit);
+  } else {
+    markHit();
+  }
+})();

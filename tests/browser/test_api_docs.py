@@ -21,6 +21,6 @@ def test_the_api_docs_list_every_operation_and_load_nothing_from_elsewhere(
     page.goto(f"{live_server.url}/api/docs")
 
     operations = page.locator(".opblock-summary-path")
-    expect(operations).to_have_count(8)
+    expect(operations).to_have_count(9)
     expect(page.get_by_text("FlowDrop Web storage API")).to_be_visible()
     assert all(url.startswith(live_server.url) for url in requested), requested

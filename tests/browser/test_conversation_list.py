@@ -149,6 +149,8 @@ def test_every_script_on_the_page_carries_the_responses_nonce(
     assert scripts == [
         {"src": "/static/django_htmx/htmx-2.min.js", "nonce": nonce.group(1)},
         {"src": "/static/buffers/app.js", "nonce": nonce.group(1)},
+        {"src": "/static/buffers/reading.js", "nonce": nonce.group(1)},
+        {"src": "/static/buffers/search.js", "nonce": nonce.group(1)},
     ]
     inline_without_nonce = page.locator("script:not([src])").evaluate_all(
         "scripts => scripts.filter(s => !s.nonce).length"

@@ -1,0 +1,191 @@
+"""Exactly-once writes: a write sent with an ``Idempotency-Key`` header (the API) or an
+``idempotency_key`` form field (the inspector's forms) is carried out once; a retry with
+the same key and the same request gets the first answer, status and body, and writes
+nothing (docs/decisions.md, "Exactly-once writes"). Only a write's answer is kept: a
+refusal (4xx, 5xx) wrote nothing, and leaves the key free.
+
+The key is claimed in the same transaction as the write it guards, and the answer is kept
+in it too: a server killed mid-write loses the write and the claim together, so the retry
+writes; one killed after the commit left the answer, so the retry gets it. A request with
+a key already in flight waits for it (PostgreSQL: the unique index holds the second insert
+until the first commits; SQLite: the write lock), then gets its answer, or a ``409`` after
+``FLOWDROP_IDEMPOTENCY_WAIT`` seconds. The same key with another request is a ``422``.
+Keys are per user and kept at least 24 hours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.urls import Resolver404, resolve
+from django.utils import timezone
+
+from . import access
+from .models import IdempotentRequest
+
+HEADER = "Idempotency-Key"
+FIELD = "idempotency_key"
+MAX_KEY = 200
+
+WRITES = frozenset(
+    {
+        "api:create_conversation",
+        "api:append",
+        "api:import_transcript",
+        "buffers:conversation_append",
+    }
+)
+"""The writes a key guards, by URL name."""
+
+
+class ExactlyOnce:
+    """Middleware: a keyed write is done once (see the module)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        key = _key(request)
+        if key is None:
+            return self.get_response(request)
+        user = _user(request)
+        if user is None:  # the view answers 401, or sends to sign in
+            return self.get_response(request)
+        if len(key) > MAX_KEY or not key.isprintable():
+            return _problem(request, 400, f"must be at most {MAX_KEY} printable characters")
+        return _once(request, user, key, lambda: self.get_response(request))
+
+
+def _key(request: HttpRequest) -> str | None:
+    if request.method != "POST":
+        return None
+    try:
+        name = resolve(request.path_info).view_name
+    except Resolver404:
+        return None
+    if name not in WRITES:
+        return None
+    if name.startswith("api:"):
+        return request.headers.get(HEADER) or None
+    return request.POST.get(FIELD) or request.headers.get(HEADER) or None
+
+
+def _user(request: HttpRequest) -> Any:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return access.user_for_token(token.strip())
+    return access.real_user(request.user)
+
+
+def _fingerprint(request: HttpRequest) -> str:
+    digest = hashlib.sha256()
+    for part in (request.method or "", request.path_info):
+        digest.update(part.encode() + b"\0")
+    if request.content_type == "multipart/form-data":
+        fields = sorted((name, value) for name, values in request.POST.lists() for value in values)
+        digest.update(repr(fields).encode())
+        for name, files in sorted(request.FILES.lists()):
+            for upload in files:
+                digest.update(name.encode() + b"\0")
+                for chunk in upload.chunks():
+                    digest.update(chunk)
+                upload.seek(0)
+    else:
+        digest.update(request.body)
+    return digest.hexdigest()
+
+
+def _once(
+    request: HttpRequest, user: Any, key: str, respond: Callable[[], HttpResponseBase]
+) -> HttpResponseBase:
+    fingerprint = _fingerprint(request)
+    try:
+        return _claimed(request, user, key, fingerprint, respond)
+    except OperationalError as error:
+        if connection.vendor == "sqlite" and "locked" in str(error):
+            return _problem(request, 503, "could not be claimed: the database is busy")
+        raise
+
+
+def _claimed(
+    request: HttpRequest,
+    user: Any,
+    key: str,
+    fingerprint: str,
+    respond: Callable[[], HttpResponseBase],
+) -> HttpResponseBase:
+    IdempotentRequest.objects.filter(
+        user=user, created_at__lt=timezone.now() - IdempotentRequest.KEPT
+    ).delete()
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                _bounded_wait()
+                claim = IdempotentRequest.objects.create(
+                    user=user, key=key, fingerprint=fingerprint, status=0, body=b""
+                )
+        except IntegrityError:
+            return _replay(request, user, key, fingerprint)
+        except OperationalError as error:
+            if getattr(error.__cause__, "sqlstate", None) == "55P03":  # lock_not_available
+                return _problem(request, 409, "is in flight: a request with it is being written")
+            raise
+        response = respond()
+        if response.status_code >= 400 or response.streaming:
+            # A refusal writes nothing: the key stays free, so that the request put right
+            # (or tried again when the server is less busy) goes through with it.
+            transaction.set_rollback(True)
+            return response
+        assert isinstance(response, HttpResponse)
+        claim.status = response.status_code
+        claim.content_type = response.get("Content-Type", "")
+        claim.location = response.get("Location", "")
+        claim.body = response.content
+        claim.save(update_fields=["status", "content_type", "location", "body"])
+    return response
+
+
+def _bounded_wait() -> None:
+    """How long a request waits for one in flight with its key (PostgreSQL; SQLite waits
+    for its write lock as every write does)."""
+    if connection.vendor == "postgresql":
+        wait = max(1, round(settings.FLOWDROP_IDEMPOTENCY_WAIT * 1000))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait}ms"])
+
+
+def _replay(request: HttpRequest, user: Any, key: str, fingerprint: str) -> HttpResponseBase:
+    kept = IdempotentRequest.objects.get(user=user, key=key)
+    if kept.fingerprint != fingerprint:
+        return _problem(
+            request,
+            422,
+            "was used with another request (another body or address): a key names one "
+            "request; send a new key for a new one",
+        )
+    response = HttpResponse(bytes(kept.body), status=kept.status, content_type=kept.content_type)
+    if kept.location:
+        response["Location"] = kept.location
+    response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _problem(request: HttpRequest, status: int, sentence: str) -> HttpResponseBase:
+    where = "header Idempotency-Key" if request.path_info.startswith("/api/") else FIELD
+    detail = {
+        400: "A bad Idempotency-Key; nothing was written.",
+        409: "A request with this Idempotency-Key is still being written; try again soon.",
+        422: "This Idempotency-Key was used with another request; nothing was written.",
+        503: "The database is busy; nothing was written. Try again with the same key.",
+    }[status]
+    response = JsonResponse(
+        {"detail": detail, "problems": [{"path": where, "message": sentence}]}, status=status
+    )
+    if status in (409, 503):
+        response["Retry-After"] = "1"
+    return response

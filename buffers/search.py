@@ -1,0 +1,477 @@
+"""Full-text search of message text, titles and sources (docs/decisions.md, "Search").
+
+What is searchable of a message is its **text** (``text_of``): string content, text
+parts and the text inside structured parts (a tool result's blocks, say), and for an
+assistant turn the name and arguments of each tool call. Ids, types, images and
+signatures are not text. A message's first ``INDEXED_CHARS`` characters are indexed.
+
+The index, one row per message that has text, keyed by the message's id:
+
+- **PostgreSQL**: ``buffers_messagesearch`` (``MessageSearch``), a stripped ``tsvector``
+  with a GIN index, and the conversation's id (btree) so a search inside one conversation
+  reads only its rows. Titles and sources: an expression GIN index on the conversation.
+- **SQLite**: an FTS5 table of the same name (rowid = message id, with the conversation's
+  id as an indexed column), and ``buffers_conversationsearch`` for titles and sources,
+  kept by triggers.
+
+Text becomes words here, the same way for both backends: runs of letters and digits,
+lowercased, each once (``words_of``); the index holds those words, not the text, so that
+no database tokenizer (PostgreSQL's reads ``/usr/bin/python`` as one path, and costs
+more than the rest of an import) decides what matches. The service writes the index in
+the same transaction as every write to a buffer (``index_messages``,
+``reindex_messages``); a message's row goes with it when it is deleted (a trigger).
+Titles and sources are indexed by the database itself, from the conversation's columns.
+
+A query is words: each must be in the message (or in the title and source); a word of
+two characters or more matches the words it begins ("weath" finds "weather"). Anything
+that is not a letter or a digit only separates words, so no query can be malformed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from . import healing
+from .healing import jsontext
+from .models import BUFFER_INDEX, Conversation, Message
+
+MAX_QUERY = 200
+"""The most characters of a query read; the rest is ignored."""
+MAX_TERMS = 8
+"""The most words of a query used."""
+INDEXED_CHARS = 200_000
+"""A message's text is indexed up to this many characters (a tsvector holds 1 MB)."""
+SNIPPET_CHARS = 160
+"""About how long a snippet is."""
+_INSERT_CHUNK = 5_000
+_COPY_FROM = 100
+
+_WORD = re.compile(r"[^\W_]+")
+MAX_WORD = 200
+"""Longer words (base64, minified code) are not indexed: PostgreSQL takes 2,047 bytes."""
+# ASCII text, the common case, in one pass: letters lowercased, all else a space.
+_ASCII_WORDS = bytes(
+    byte + 32 if 65 <= byte <= 90 else byte if chr(byte).isalnum() and byte < 128 else 32
+    for byte in range(256)
+)
+_PG_MAX_DOCUMENT = 900_000
+_SPACES = re.compile(r"\s+")
+# Keys of structured content whose values are not text a reader would look for.
+_NOT_TEXT = frozenset(
+    {
+        "type",
+        "id",
+        "tool_use_id",
+        "tool_call_id",
+        "call_id",
+        "data",
+        "image_url",
+        "source",
+        "signature",
+        "cache_control",
+        "mime_type",
+        "media_type",
+    }
+)
+
+PG_CONVERSATION_DOCUMENT = (
+    "strip(to_tsvector('simple'::regconfig, "
+    "regexp_replace(title || ' ' || source, '[[:punct:]]+', ' ', 'g')))"
+)
+"""PostgreSQL: the expression the titles-and-sources GIN index is on (migration 0006),
+which a query must repeat verbatim for the planner to use the index. Punctuation becomes
+a space first, as ``words_of`` reads it, so that ``export.jsonl`` is two words."""
+
+
+# What is searchable.
+
+
+def text_of(role: str, content: Any, metadata: Mapping[str, Any]) -> str:
+    """The searchable text of a message (see the module docstring)."""
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif content is not None:
+        _collect(content, parts)
+    if role == "assistant":
+        calls = metadata.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, dict):
+                    _call_text(call, parts)
+    text = parts[0] if len(parts) == 1 else "\n".join(parts)
+    return text[:INDEXED_CHARS]
+
+
+def message_text(message: healing.Message) -> str:
+    return text_of(message.role, message.content, message.metadata)
+
+
+def words_of(text: str) -> str:
+    """The words of a text as the index holds them: each once, space-separated, in no
+    particular order; "" when there are none."""
+    if text.isascii():
+        found = set(text.encode().translate(_ASCII_WORDS).split())
+        if len(text) > MAX_WORD:
+            found = {w for w in found if len(w) <= MAX_WORD}
+        return b" ".join(found).decode()
+    words = set(_WORD.findall(text.lower()))
+    if len(text) > MAX_WORD:
+        words = {w for w in words if len(w) <= MAX_WORD}
+    joined = " ".join(words)
+    if len(joined) > _PG_MAX_DOCUMENT // 4 and len(joined.encode()) > _PG_MAX_DOCUMENT:
+        joined = joined.encode()[:_PG_MAX_DOCUMENT].decode(errors="ignore").rpartition(" ")[0]
+    return joined
+
+
+def _collect(value: Any, parts: list[str]) -> None:
+    """The text inside structured content: strings, except under keys that hold none."""
+    if isinstance(value, str):
+        if value and not value.startswith("data:"):
+            parts.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _collect(item, parts)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in _NOT_TEXT:
+                _collect(item, parts)
+
+
+def _call_text(call: dict[str, Any], parts: list[str]) -> None:
+    """A tool call's name and arguments, in the spellings ``presenters`` reads."""
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
+    name = call.get("name") or function.get("name")
+    if isinstance(name, str):
+        parts.append(name)
+    arguments = next(
+        (call[key] for key in ("args", "arguments", "input") if key in call),
+        function.get("arguments"),
+    )
+    if isinstance(arguments, str):
+        parts.append(arguments)
+    elif arguments is not None:
+        parts.append(jsontext.dumps(arguments))
+
+
+# Queries.
+
+
+def clean(query: str | None) -> str:
+    """A query as it is searched for: at most ``MAX_QUERY`` characters, without control
+    characters (U+0000 among them, which PostgreSQL cannot take), trimmed."""
+    if not query:
+        return ""
+    query = query[:MAX_QUERY]
+    if not query.isprintable():
+        query = "".join(c if c.isprintable() else " " for c in query)
+    return query.strip()
+
+
+def terms(query: str) -> list[str]:
+    """The words of a query, as ``words_of`` reads text, in their order, at most
+    ``MAX_TERMS``; a word too long to be indexed is kept (it then finds nothing)."""
+    return list(dict.fromkeys(_WORD.findall(clean(query).lower())))[:MAX_TERMS]
+
+
+def _prefix(term: str) -> bool:
+    return len(term) >= 2
+
+
+def _pg_query(words: Sequence[str]) -> str:
+    """A tsquery literal (read as is: no parser, no dictionary): words are letters and
+    digits only, so nothing in them is tsquery syntax."""
+    return " & ".join(f"'{w}':*" if _prefix(w) else f"'{w}'" for w in words)
+
+
+def _fts_body(words: Sequence[str]) -> str:
+    # Quoted: a word such as "and" or "near" is a word, not an operator.
+    return " AND ".join(f'"{w}"*' if _prefix(w) else f'"{w}"' for w in words)
+
+
+def _vendor() -> str:
+    return connection.vendor
+
+
+def matching_conversations(words: Sequence[str]) -> Q:
+    """Conversations whose title and source, or one of whose messages, hold every word."""
+    if not words:
+        return Q(pk__in=[])
+    if _vendor() == "postgresql":
+        sql = (
+            "SELECT s.conversation_id FROM buffers_messagesearch s "
+            "WHERE s.document @@ %s::tsquery "
+            "UNION ALL SELECT c.id FROM buffers_conversation c "
+            f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery"
+        )
+        query = _pg_query(words)
+        return Q(pk__in=RawSQL(sql, (query, query)))
+    sql = (
+        "SELECT conversation_id FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s "
+        "UNION ALL SELECT rowid FROM buffers_conversationsearch "
+        "WHERE buffers_conversationsearch MATCH %s"
+    )
+    body = _fts_body(words)
+    return Q(pk__in=RawSQL(sql, (f"body : ({body})", body)))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A message that holds the words: its index in the buffer, its role, and a snippet
+    of its text around the first match."""
+
+    conversation_id: int
+    index: int
+    role: str
+    snippet: Snippet
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A stretch of text around a match, as pieces, each marked when it is a match."""
+
+    pieces: tuple[tuple[str, bool], ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(piece for piece, _ in self.pieces)
+
+    @property
+    def html(self) -> SafeString:
+        """Escaped, with each match in a ``<mark>``."""
+        # Every piece of transcript text is escaped here.
+        return mark_safe(
+            "".join(
+                f"<mark>{escape(piece)}</mark>" if marked else str(escape(piece))
+                for piece, marked in self.pieces
+            )
+        )
+
+
+def first_hits(conversation_ids: Sequence[int], words: Sequence[str]) -> dict[int, Hit]:
+    """For each of these conversations that has a message holding the words, one such
+    message (the first written) with a snippet. Two queries, whatever the numbers."""
+    if not conversation_ids or not words:
+        return {}
+    ids = sorted(set(conversation_ids))
+    with connection.cursor() as cursor:
+        if _vendor() == "postgresql":
+            cursor.execute(
+                "SELECT MIN(message_id) FROM buffers_messagesearch "
+                "WHERE conversation_id = ANY(%s) AND document @@ %s::tsquery "
+                "GROUP BY conversation_id",
+                [ids, _pg_query(words)],
+            )
+        else:
+            within = " OR ".join(f'"{pk}"' for pk in ids)
+            cursor.execute(
+                "SELECT MIN(rowid) FROM buffers_messagesearch WHERE buffers_messagesearch "
+                "MATCH %s GROUP BY conversation_id",
+                [f"conversation_id : ({within}) AND body : ({_fts_body(words)})"],
+            )
+        message_ids = [pk for (pk,) in cursor.fetchall()]
+    hits = [_hit(row, words) for row in _messages(message_ids)]
+    return {hit.conversation_id: hit for hit in hits}
+
+
+def hit_indexes(conversation: Conversation, words: Sequence[str]) -> list[int]:
+    """The index of every message of the conversation holding the words, in buffer order.
+    One query; it reads the conversation's matches only."""
+    if not words:
+        return []
+    rows = _hit_rows(conversation, words)
+    return [index for index, _ in rows]
+
+
+def hits_page(
+    conversation: Conversation, words: Sequence[str], *, offset: int, limit: int
+) -> tuple[int, list[Hit]]:
+    """How many messages of the conversation hold the words, and those from the
+    ``offset``-th hit on (at most ``limit``), in buffer order, with snippets. Two queries."""
+    if not words:
+        return 0, []
+    rows = _hit_rows(conversation, words)
+    page = [pk for _, pk in rows[offset : offset + limit]]
+    by_pk = {row.pk: row for row in _messages(page)}
+    return len(rows), [_hit(by_pk[pk], words) for pk in page if pk in by_pk]
+
+
+def _hit_rows(conversation: Conversation, words: Sequence[str]) -> list[tuple[int, int]]:
+    """(index, message id) of each hit in the conversation, in buffer order."""
+    with connection.cursor() as cursor:
+        if _vendor() == "postgresql":
+            cursor.execute(
+                "SELECT b.start + m.slot, m.id FROM buffers_messagesearch s "
+                "JOIN buffers_message m ON m.id = s.message_id "
+                "JOIN buffers_block b ON b.id = m.block_id "
+                "WHERE s.conversation_id = %s AND s.document @@ %s::tsquery "
+                "ORDER BY 1",
+                [conversation.pk, _pg_query(words)],
+            )
+        else:
+            cursor.execute(
+                "SELECT b.start + m.slot, m.id FROM buffers_messagesearch "
+                "JOIN buffers_message m ON m.id = buffers_messagesearch.rowid "
+                "JOIN buffers_block b ON b.id = m.block_id "
+                "WHERE buffers_messagesearch MATCH %s ORDER BY 1",
+                [f'conversation_id : "{conversation.pk}" AND body : ({_fts_body(words)})'],
+            )
+        return [(index, pk) for index, pk in cursor.fetchall()]
+
+
+def _messages(message_ids: Sequence[int]) -> Iterable[Any]:
+    if not message_ids:
+        return []
+    return (
+        Message.objects.filter(pk__in=message_ids)
+        .annotate(index=BUFFER_INDEX)
+        .only("conversation_id", "role", "content", "metadata")
+    )
+
+
+def _hit(row: Any, words: Sequence[str]) -> Hit:
+    text = text_of(row.role, row.content, row.metadata)
+    return Hit(row.conversation_id, row.index, row.role, snippet(text, words))
+
+
+def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> Snippet:
+    """About ``width`` characters of ``text`` around the first match of the words, each
+    match marked; the start of the text when none is found (the database's tokenizer and
+    this one may disagree on rare characters)."""
+    pattern = _pattern(words)
+    first = pattern.search(text) if pattern else None
+    start = 0
+    if first:
+        start = max(0, first.start() - width // 3)
+        if start:  # begin at a word
+            space = text.rfind(" ", max(0, start - 20), first.start())
+            start = space + 1 if space >= 0 else start
+    end = min(len(text), start + width)
+    if end < len(text):
+        space = text.find(" ", end, end + 20)
+        end = space if space >= 0 else end
+    window = text[start:end]
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for match in pattern.finditer(window) if pattern else ():
+        pieces.append((window[at : match.start()], False))
+        pieces.append((match.group(), True))
+        at = match.end()
+    pieces.append((window[at:], False))
+    if start:
+        pieces.insert(0, ("…", False))
+    if end < len(text):
+        pieces.append(("…", False))
+    return Snippet(tuple((_SPACES.sub(" ", p), m) for p, m in pieces if p))
+
+
+def _pattern(words: Sequence[str]) -> re.Pattern[str] | None:
+    if not words:
+        return None
+    alternatives = [
+        re.escape(w) + (r"[^\W_]*" if _prefix(w) else r"(?![^\W_])")
+        for w in sorted(words, key=len, reverse=True)
+    ]
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+
+
+# Writing the index: the service calls these in the transaction of each write.
+
+
+def index_messages(rows: Iterable[tuple[int, int, str]]) -> None:
+    """Add (message id, conversation id, text) rows to the index; a text without words
+    gets no row."""
+    batch: list[tuple[int, int, str]] = []
+    for pk, conversation_id, text in rows:
+        if text and (words := words_of(text)):
+            batch.append((pk, conversation_id, words))
+            if len(batch) >= _INSERT_CHUNK:
+                _insert(batch)
+                batch = []
+    if batch:
+        _insert(batch)
+
+
+def _insert(rows: list[tuple[int, int, str]]) -> None:
+    with connection.cursor() as cursor:
+        if _vendor() == "sqlite":
+            cursor.executemany(
+                "INSERT INTO buffers_messagesearch (rowid, conversation_id, body) "
+                "VALUES (%s, %s, %s)",
+                rows,
+            )
+        elif len(rows) < _COPY_FROM:
+            marks = ", ".join(["(%s, %s, %s::tsvector)"] * len(rows))
+            cursor.execute(
+                "INSERT INTO buffers_messagesearch (message_id, conversation_id, document) "
+                f"VALUES {marks}",
+                [value for row in rows for value in row],
+            )
+        else:  # a tsvector's text is the words, space-separated: COPY reads it as it is
+            copy = "COPY buffers_messagesearch (message_id, conversation_id, document) FROM STDIN"
+            with cursor.cursor.copy(copy) as target:
+                for row in rows:
+                    target.write_row(row)
+
+
+def forget_messages(message_ids: Sequence[int]) -> None:
+    """Take these messages out of the index (before they are written again)."""
+    if not message_ids:
+        return
+    with connection.cursor() as cursor:
+        if _vendor() == "postgresql":
+            cursor.execute(
+                "DELETE FROM buffers_messagesearch WHERE message_id = ANY(%s)", [list(message_ids)]
+            )
+        else:
+            marks = ", ".join(["%s"] * len(message_ids))
+            cursor.execute(
+                f"DELETE FROM buffers_messagesearch WHERE rowid IN ({marks})", list(message_ids)
+            )
+
+
+def reindex_messages(conversation_id: int, messages: Mapping[int, healing.Message]) -> None:
+    """The index rows of messages whose text was rewritten (a replaced placeholder, an
+    admin edit), by message id."""
+    forget_messages(list(messages))
+    index_messages((pk, conversation_id, message_text(message)) for pk, message in messages.items())
+
+
+def rebuild() -> int:
+    """Index every stored message again, from the rows as they are (raw SQL, so that a
+    migration can run it whatever the models say later). Returns how many are indexed."""
+    done = 0
+    last = 0
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM buffers_messagesearch")
+        while True:
+            cursor.execute(
+                "SELECT id, conversation_id, role, content, metadata FROM buffers_message "
+                "WHERE id > %s ORDER BY id LIMIT %s",
+                [last, _INSERT_CHUNK],
+            )
+            rows = cursor.fetchall()
+            if not rows:
+                return done
+            last = rows[-1][0]
+            index_messages(
+                (pk, conversation_id, text_of(role, _json(content), _json(metadata) or {}))
+                for pk, conversation_id, role, content, metadata in rows
+            )
+            done += len(rows)
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        return jsontext.loads(value)[0]
+    return value

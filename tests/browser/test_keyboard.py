@@ -1,0 +1,198 @@
+"""Reading by keyboard (issue 15, item 4): j / k move between messages, u to the next
+problem, Escape leaves a field, ? shows the keys; a deep link's target is highlighted and
+one past the end says so. In a real browser under the strict CSP: any console error fails
+the test (tests/browser/conftest.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+from pytest_django.live_server_helper import LiveServer
+
+from tests.buffers import assistant, result, store, user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def mark_page(page: Page) -> None:
+    """Tag this document, so that a test can tell a swap from a reload."""
+    page.evaluate("window.loadedOnce = true")
+
+
+def still_same_page(page: Page) -> bool:
+    return bool(page.evaluate("window.loadedOnce === true"))
+
+
+def focused_id(page: Page) -> str:
+    return str(page.evaluate("document.activeElement ? document.activeElement.id : ''"))
+
+
+def test_j_and_k_move_the_focus_between_messages_and_the_hash_follows(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = store([user(f"message {n}") for n in range(10)])
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(url)
+    mark_page(page)
+
+    page.keyboard.press("j")
+    expect(page.locator("#m-0")).to_be_focused()
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(page.locator("#m-2")).to_be_focused()
+    expect(page.locator("#m-2")).to_have_class(re.compile(r"\bis-target\b"))
+    expect(page).to_have_url(f"{url}#m-2")
+    page.keyboard.press("k")
+    expect(page.locator("#m-1")).to_be_focused()
+    expect(page).to_have_url(f"{url}#m-1")
+    expect(page.locator("#m-1")).to_be_in_viewport()
+    expect(page.locator("#messages .is-target")).to_have_count(1)
+    assert page.locator("#m-1").get_attribute("tabindex") == "-1"
+    # The hash is replaced, not pushed: Back leaves the conversation, not message by message.
+    assert page.evaluate("history.length") == 2
+    assert still_same_page(page)
+
+
+def test_j_and_k_load_the_next_and_the_previous_page_at_the_window_s_ends(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = store([user(f"message {n}") for n in range(200)])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=100#m-95")
+    mark_page(page)
+    expect(page.locator("#m-94")).to_have_count(0)  # the window starts at 95
+
+    page.keyboard.press("k")
+    expect(page.locator("#m-94")).to_be_focused()
+    expect(page.locator("#m-94")).to_contain_text("message 94")
+
+    # The window's last message, focused without scrolling the next page into view (which
+    # would load it by itself): j asks for it.
+    page.evaluate("""() => {
+        const last = document.getElementById("m-144");
+        last.tabIndex = -1;
+        last.focus({preventScroll: true});
+    }""")
+    expect(page.locator("#m-145")).to_have_count(0)
+    page.keyboard.press("j")
+    expect(page.locator("#m-145")).to_be_focused()
+    assert still_same_page(page)
+
+
+def test_keys_are_ignored_while_typing_and_escape_leaves_the_field(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = store([user(f"message {n}") for n in range(5)])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    field = page.get_by_label("Your turn")
+
+    field.click()
+    page.keyboard.type("jku?")
+    expect(field).to_have_value("jku?")
+    expect(field).to_be_focused()
+    expect(page.locator("#keys")).not_to_be_visible()
+    expect(page.locator("#messages .is-target")).to_have_count(0)
+
+    page.keyboard.press("Escape")
+    expect(field).not_to_be_focused()
+    page.keyboard.press("j")
+    assert focused_id(page).startswith("m-")
+    expect(field).to_have_value("jku?")
+
+
+def test_u_goes_to_the_next_problem_loaded_or_not_without_a_reload(
+    page: Page, live_server: LiveServer
+) -> None:
+    messages = [user(f"message {n}") for n in range(200)]
+    messages[10] = assistant("c10")  # an unanswered call
+    messages[20] = result("nobody-asked")  # an orphan result: another kind of problem
+    messages[150] = assistant("c150")  # unanswered, far outside the first window
+    conversation = store(messages)
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(url)
+    mark_page(page)
+
+    page.keyboard.press("u")
+    expect(page.locator("#m-10")).to_be_focused()
+    page.keyboard.press("u")
+    expect(page.locator("#m-20")).to_be_focused()
+    expect(page.locator("#m-150")).to_have_count(0)
+
+    page.keyboard.press("u")
+    expect(page.locator("#m-150")).to_be_focused()
+    expect(page.locator("#m-150")).to_contain_text("unanswered call c150")
+    expect(page.locator("#m-150")).to_have_class(re.compile(r"\bis-target\b"))
+    expect(page).to_have_url(f"{url}?at=150#m-150")
+    assert still_same_page(page)
+
+    page.keyboard.press("u")
+    expect(page.locator("#jump-notice")).to_have_text("No problem after message 150.")
+    expect(page.locator("#m-150")).to_be_focused()
+
+
+def test_a_next_problem_link_outside_the_window_opens_it_in_place(
+    page: Page, live_server: LiveServer
+) -> None:
+    messages = [user(f"message {n}") for n in range(200)]
+    messages[10] = assistant("c10")
+    messages[150] = assistant("c150")
+    conversation = store(messages)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    mark_page(page)
+
+    page.locator("#m-10").get_by_role("link", name="next problem").click()
+
+    expect(page.locator("#m-150")).to_be_focused()
+    expect(page.locator("#m-150")).to_be_in_viewport()
+    assert "at=150" in page.url
+    assert still_same_page(page)
+
+
+def test_the_question_mark_shows_the_keys(page: Page, live_server: LiveServer) -> None:
+    conversation = store([user("hello")])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    dialog = page.get_by_role("dialog", name="Keys")
+
+    page.keyboard.press("?")
+    expect(dialog).to_be_visible()
+    for words in ("next message", "previous message", "next unanswered call", "search"):
+        expect(dialog).to_contain_text(words)
+    page.keyboard.press("Escape")
+    expect(dialog).not_to_be_visible()
+
+    page.get_by_role("button", name="Keys").click()
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).not_to_be_visible()
+
+
+def test_a_deep_link_target_and_the_focused_message_are_highlighted(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = store([user(f"message {n}") for n in range(8)])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/#m-5")
+
+    target = page.locator("#m-5")
+    expect(target).to_have_class(re.compile(r"\bis-target\b"))
+    assert target.evaluate("e => getComputedStyle(e).boxShadow") != "none"
+    assert page.locator("#m-4").evaluate("e => getComputedStyle(e).boxShadow") == "none"
+
+    page.keyboard.press("j")  # the keys start from the target
+    expect(page.locator("#m-6")).to_be_focused()
+    assert page.locator("#m-6").evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
+    expect(page.locator("#messages .is-target")).to_have_count(1)
+
+
+@pytest.mark.parametrize("address", ["#m-999", "?at=999#m-999", "?at=999"])
+def test_a_message_past_the_end_says_there_is_no_such_message(
+    page: Page, live_server: LiveServer, address: str
+) -> None:
+    conversation = store([user(f"message {n}") for n in range(5)])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/{address}")
+
+    expect(page.locator("#jump-notice")).to_have_text(
+        "There is no message 999: this conversation has 5 messages."
+    )
+    expect(page.locator("#jump-notice")).to_have_attribute("role", "status")
+    expect(page.locator("#m-4")).to_be_attached()

@@ -1,0 +1,222 @@
+"""Exactly-once writes: a retry with the same Idempotency-Key and the same request gets the
+first answer and writes nothing; the same key with another request is a 422; keys are per
+user and kept a day; requests with one key at once write once; the inspector's form sends
+a key, so a double submit appends once."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+from pytest_django.live_server_helper import LiveServer
+
+from buffers.models import ApiToken, BufferChange, Conversation, IdempotentRequest
+from tests.buffers import acting_user, assistant, store, user
+from tests.integrity import assert_consistent
+
+TURN = {"messages": [{"role": "user", "content": "still there?"}]}
+
+
+def bearer(who: User) -> dict[str, str]:
+    return {"Authorization": f"Bearer {ApiToken.issue(who, 'tests')[1]}"}
+
+
+def append(client: Client, pk: int, body: dict[str, Any], key: str | None, **headers: str) -> Any:
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    return client.post(
+        f"/api/conversations/{pk}/messages", body, content_type="application/json", headers=headers
+    )
+
+
+@pytest.mark.django_db
+def test_a_retry_with_the_same_key_gets_the_first_answer_and_writes_nothing() -> None:
+    conversation = store([user("go"), assistant("c1")])
+    client = Client()
+    auth = bearer(acting_user())
+
+    first = append(client, conversation.pk, TURN, "key-1", **auth)
+    again = append(client, conversation.pk, TURN, "key-1", **auth)
+
+    assert first.status_code == again.status_code == 200
+    assert again.content == first.content
+    assert again["Idempotent-Replayed"] == "true"
+    conversation.refresh_from_db()
+    assert conversation.message_count == 4  # the turn and one healed placeholder, once
+    assert BufferChange.objects.filter(conversation=conversation, action="append").count() == 1
+    assert_consistent(conversation)
+
+
+@pytest.mark.django_db
+def test_without_a_key_a_retry_is_a_second_write() -> None:
+    conversation = store([user("go")])
+    client = Client()
+    auth = bearer(acting_user())
+
+    append(client, conversation.pk, TURN, None, **auth)
+    append(client, conversation.pk, TURN, None, **auth)
+
+    conversation.refresh_from_db()
+    assert conversation.message_count == 3
+
+
+@pytest.mark.django_db
+def test_the_same_key_with_another_body_is_a_422_that_says_so() -> None:
+    conversation = store([user("go")])
+    client = Client()
+    auth = bearer(acting_user())
+    append(client, conversation.pk, TURN, "key-1", **auth)
+
+    other = append(
+        client, conversation.pk, {"messages": [{"role": "user", "content": "x"}]}, "key-1", **auth
+    )
+
+    assert other.status_code == 422
+    [problem] = other.json()["problems"]
+    assert problem["path"] == "header Idempotency-Key"
+    assert "another request" in problem["message"]
+    conversation.refresh_from_db()
+    assert conversation.message_count == 2
+
+
+@pytest.mark.django_db
+def test_a_create_replays_its_201_and_location() -> None:
+    client = Client()
+    auth = {**bearer(acting_user()), "Idempotency-Key": "create-1"}
+    body = {"title": "t", "messages": [{"role": "user", "content": "hi"}]}
+
+    first = client.post("/api/conversations", body, content_type="application/json", headers=auth)
+    again = client.post("/api/conversations", body, content_type="application/json", headers=auth)
+
+    assert first.status_code == again.status_code == 201
+    assert again["Location"] == first["Location"]
+    assert again.json() == first.json()
+    assert Conversation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_import_with_a_key_is_stored_once() -> None:
+    client = Client()
+    auth = {**bearer(acting_user()), "Idempotency-Key": "import-1"}
+    body = {"document": {"messages": [{"role": "user", "content": "hi"}]}}
+
+    for _ in range(3):
+        answer = client.post("/api/imports", body, content_type="application/json", headers=auth)
+        assert answer.status_code == 201
+
+    assert Conversation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_keys_are_per_user() -> None:
+    mine = store([user("go")])
+    other = User.objects.create_user("other")
+    theirs = store([user("go")], owner=other)
+    client = Client()
+
+    append(client, mine.pk, TURN, "shared-key", **bearer(acting_user()))
+    answer = append(client, theirs.pk, TURN, "shared-key", **bearer(other))
+
+    assert answer.status_code == 200
+    assert "Idempotent-Replayed" not in answer
+    theirs.refresh_from_db()
+    assert theirs.message_count == 2
+
+
+@pytest.mark.django_db
+def test_a_key_is_kept_a_day_and_then_forgotten() -> None:
+    conversation = store([user("go")])
+    client = Client()
+    auth = bearer(acting_user())
+    append(client, conversation.pk, TURN, "old-key", **auth)
+
+    IdempotentRequest.objects.update(created_at=timezone.now() - timedelta(hours=23))
+    append(client, conversation.pk, TURN, "old-key", **auth)
+    conversation.refresh_from_db()
+    assert conversation.message_count == 2
+
+    IdempotentRequest.objects.update(created_at=timezone.now() - timedelta(hours=25))
+    append(client, conversation.pk, TURN, "old-key", **auth)
+    conversation.refresh_from_db()
+    assert conversation.message_count == 3
+
+
+@pytest.mark.django_db
+def test_a_key_that_is_no_key_is_a_400() -> None:
+    conversation = store([user("go")])
+
+    answer = append(Client(), conversation.pk, TURN, "x" * 201, **bearer(acting_user()))
+
+    assert answer.status_code == 400
+    assert answer.json()["problems"][0]["path"] == "header Idempotency-Key"
+
+
+@pytest.mark.django_db
+def test_a_refused_request_keeps_no_claim_so_the_retry_goes_through() -> None:
+    conversation = store([user("go")])
+    client = Client()
+
+    assert append(client, conversation.pk, TURN, "k").status_code == 401  # no token
+    assert append(client, conversation.pk, TURN, "k", **bearer(acting_user())).status_code == 200
+    conversation.refresh_from_db()
+    assert conversation.message_count == 2
+
+
+@pytest.mark.django_db
+def test_the_inspectors_form_sends_a_key_so_a_double_submit_appends_once(
+    client: Client,
+) -> None:
+    conversation = store([user("go"), assistant("c1")])
+    page = client.get(f"/c/{conversation.pk}/").text
+    assert 'name="idempotency_key"' in page
+    form = {"kind": "user", "at": "0", "user-content": "again?", "idempotency_key": "form-1"}
+
+    for _ in range(2):
+        assert client.post(f"/c/{conversation.pk}/append", form).status_code == 302
+
+    conversation.refresh_from_db()
+    assert conversation.message_count == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_with_one_key_at_once_write_once(live_server: LiveServer) -> None:
+    conversation = store([user("go"), assistant("c1")])
+    headers = {
+        "Content-Type": "application/json",
+        "Idempotency-Key": "race-1",
+        **bearer(acting_user()),
+    }
+    url = f"{live_server.url}/api/conversations/{conversation.pk}/messages"
+    answers: list[tuple[int, bytes]] = []
+    start = threading.Barrier(4)
+
+    def send() -> None:
+        request = urllib.request.Request(url, json.dumps(TURN).encode(), headers, method="POST")
+        start.wait()
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                answers.append((answer.status, answer.read()))
+        except urllib.error.HTTPError as error:
+            answers.append((error.code, error.read()))
+
+    threads = [threading.Thread(target=send) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    statuses = sorted(status for status, _ in answers)
+    assert set(statuses) <= {200, 409, 503}
+    assert 200 in statuses
+    assert len({body for status, body in answers if status == 200}) == 1
+    conversation.refresh_from_db()
+    assert conversation.message_count == 4
+    assert_consistent(conversation)
