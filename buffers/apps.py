@@ -8,4 +8,9 @@ class BuffersConfig(AppConfig):
     verbose_name = "Conversation buffers"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from . import checks  # noqa: F401  (registers the deploy checks)
+        from .search import keep_sqlite_triggers
+
+        post_migrate.connect(keep_sqlite_triggers, sender=self)

@@ -115,8 +115,17 @@ class Conversation(models.Model):
     class Meta:
         ordering: ClassVar[list[str]] = ["-updated_at", "-id"]
         constraints: ClassVar[list[Any]] = [
+            # Keys are per owner: a key someone else uses is free, and says nothing of
+            # theirs. Ownerless conversations (the demo, command imports) share one space.
             models.UniqueConstraint(
-                fields=["scope", "scope_id", "key"], name="conversation_storage_identity"
+                fields=["owner", "scope", "scope_id", "key"],
+                condition=Q(owner__isnull=False),
+                name="conversation_storage_identity_per_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["scope", "scope_id", "key"],
+                condition=Q(owner__isnull=True),
+                name="conversation_storage_identity_ownerless",
             ),
             models.CheckConstraint(
                 condition=Q(message_count__gte=0)

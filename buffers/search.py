@@ -475,3 +475,41 @@ def _json(value: Any) -> Any:
     if isinstance(value, str):
         return jsontext.loads(value)[0]
     return value
+
+
+# SQLite's triggers (migration 0006 made them). SQLite alters a table by making a new one
+# and copying the rows, which drops the table's triggers: any later migration that alters
+# buffers_conversation or buffers_message would leave the index unkept. So after every
+# migrate they are made again where missing; the index's rows survive a copy (same ids).
+SQLITE_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS buffers_messagesearch_forget AFTER DELETE ON buffers_message "
+    "BEGIN DELETE FROM buffers_messagesearch WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_add AFTER INSERT "
+    "ON buffers_conversation BEGIN INSERT INTO buffers_conversationsearch (rowid, words) "
+    "VALUES (new.id, new.title || ' ' || new.source); END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_change AFTER UPDATE OF title, "
+    "source ON buffers_conversation BEGIN UPDATE buffers_conversationsearch "
+    "SET words = new.title || ' ' || new.source WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_forget AFTER DELETE "
+    "ON buffers_conversation BEGIN DELETE FROM buffers_conversationsearch "
+    "WHERE rowid = old.id; END",
+)
+
+
+def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
+    """``post_migrate``: make the index's SQLite triggers again where a migration dropped
+    them (``SQLITE_TRIGGERS``)."""
+    from django.db import connections
+
+    target = connections[using]
+    if target.vendor != "sqlite":
+        return
+    with target.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s",
+            ["buffers_conversationsearch"],
+        )
+        if not cursor.fetchone()[0]:  # migrated back to before the index
+            return
+        for sql in SQLITE_TRIGGERS:
+            cursor.execute(sql)

@@ -15,7 +15,7 @@ from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test import Client
 from django.urls import URLPattern, reverse
 
@@ -483,3 +483,47 @@ def test_a_message_whose_conversation_is_gone_is_not_found_in_the_admin(
     assert change.status_code == 302
     assert listing.status_code == 200
     assert "orphan me" not in listing.text
+
+
+# Keys are per owner (issue 16): a key someone else uses says nothing about theirs.
+
+
+def import_keyed(caller: User, key: str) -> Any:
+    _, secret = ApiToken.issue(caller, "tests")
+    document = {"key": key, "messages": [{"role": "user", "content": "x"}]}
+    return Client(headers={"Authorization": f"Bearer {secret}"}).post(
+        "/api/imports", {"document": document}, content_type="application/json"
+    )
+
+
+def test_a_key_another_owner_uses_is_free_and_reveals_nothing(people: dict[str, Any]) -> None:
+    store([user("mine")], owner=people["owner"], key="standup")
+
+    answer = import_keyed(people["other user"], "standup")
+
+    assert answer.status_code == 201, answer.json()
+    owners = Conversation.objects.filter(key="standup").values_list("owner__username", flat=True)
+    assert sorted(owners) == ["other", "owner"]
+
+
+def test_a_key_is_unique_within_one_owners_conversations(people: dict[str, Any]) -> None:
+    store([user("mine")], owner=people["owner"], key="standup")
+
+    answer = import_keyed(people["owner"], "standup")
+
+    assert answer.status_code == 422
+    assert answer.json()["problems"] == [
+        {
+            "path": "document.conversation.key",
+            "message": "a conversation with key 'standup' in scope 'global' is already stored",
+        }
+    ]
+    with pytest.raises(IntegrityError):  # and the database holds to it
+        Conversation.objects.create(key="standup", owner=people["owner"])
+
+
+def test_ownerless_conversations_share_one_namespace_of_keys(db: None) -> None:
+    store([user()], key="demo", owner=None)
+
+    with pytest.raises(IntegrityError):
+        Conversation.objects.create(key="demo")

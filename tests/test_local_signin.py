@@ -169,11 +169,16 @@ def test_demo_loaded_ownerless_earlier_is_given_to_the_local_account_once_journa
     assert BufferChange.objects.filter(action="owner").count() == len(DEMO_KEYS)
 
 
-def test_demo_owned_by_someone_else_stays_theirs() -> None:
+def test_demo_owned_by_someone_else_stays_theirs_and_the_local_account_gets_its_own() -> None:
     dana = User.objects.create_user("dana")
     call_command("import_transcripts", *DEMO_FILES, owner="dana", stdout=StringIO())
+    theirs = set(Conversation.objects.values_list("pk", flat=True))
+
     start(owner="alice")
-    assert set(Conversation.objects.values_list("owner", flat=True)) == {dana.pk}
+
+    assert set(Conversation.objects.filter(owner=dana).values_list("pk", flat=True)) == theirs
+    alices = Conversation.objects.filter(owner__username="alice")
+    assert alices.count() == len(theirs)  # keys are per owner: a copy of each, hers
 
 
 def test_the_account_the_link_signs_in_can_drive_every_demo_conversation() -> None:

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from buffers import healing, selectors, services
 from buffers.models import Conversation, Message
-from tests.buffers import assistant, parse, placeholder, result, store, user
+from tests.buffers import acting_user, assistant, parse, placeholder, result, store, user
 from tests.integrity import assert_consistent
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +61,7 @@ def test_an_import_of_several_conversations_is_all_or_nothing() -> None:
     ]
 
     with pytest.raises(healing.InvalidInput) as refused:
-        services.import_conversations(batch, via="tests")
+        services.import_conversations(batch, via="tests", owner=acting_user())
 
     assert str(refused.value.problems[0]) == (
         "conversations[1].key: a conversation with key 'taken' in scope 'global' is already stored"

@@ -83,7 +83,7 @@ def import_conversations(
                         [healing.Problem(where, f"{incoming.key!r} is used twice in this import")]
                     )
                 identities_here.add(triple)
-                if Conversation.objects.filter(**identity).exists():
+                if Conversation.objects.filter(owner=owner, **identity).exists():
                     if on_existing == "skip":
                         continue
                     raise healing.InvalidInput(

@@ -62,16 +62,8 @@ class Command(BaseCommand):
 
     def _load_demo(self, user: User) -> None:
         files = sorted(DEMO.glob("*.json*"))
-        call_command(
-            "import_transcripts",
-            *files,
-            skip_existing=True,
-            owner=user.get_username(),
-            verbosity=0,
-            stdout=StringIO(),  # "0 imported, 3 already stored" on every start is noise
-            stderr=self.stderr,
-        )
         keys = [c.key for path in files for c in read_transcript_file(path).conversations if c.key]
+        # Ownerless ones first: keys are per owner, so the import would not see them.
         given = services.give_ownerless(
             Conversation.objects.filter(scope=Scope.GLOBAL, scope_id="", key__in=keys),
             owner=user,
@@ -81,6 +73,15 @@ class Command(BaseCommand):
         )
         if given:
             self.stdout.write(f"{len(given)} demo transcripts loaded earlier are now yours.")
+        call_command(
+            "import_transcripts",
+            *files,
+            skip_existing=True,
+            owner=user.get_username(),
+            verbosity=0,
+            stdout=StringIO(),  # "0 imported, 3 already stored" on every start is noise
+            stderr=self.stderr,
+        )
 
 
 _USERNAME = re.compile(r"[^\w.@+-]")
