@@ -528,25 +528,51 @@ def _get_and_head(path: str, **options: Any) -> Callable[[Callable[..., Any]], C
 
 # 401: no token and no session. 403: a write by a session without its CSRF token, or an
 # append to a conversation the caller may view but not drive. 404: none the caller may see.
-_ERRORS = {400: Error, 401: Error, 403: Error, 404: Error, 405: Error, 422: Error, 503: Error}
+# 409: a write whose Idempotency-Key is still being written (buffers/idempotency.py).
+_ERRORS = {
+    400: Error, 401: Error, 403: Error, 404: Error, 405: Error, 409: Error, 422: Error, 503: Error
+}  # fmt: skip
 _READ_ERRORS = {401: Error, 404: Error, 405: Error, 422: Error}
 # A query parameter that takes text can hold a character no parameter takes (a NUL):
 # RefuseUnstorableQuery answers those with a 400 before any view runs.
 _TEXT_QUERY_ERRORS = {400: Error, **_READ_ERRORS}
-_CREATE_ERRORS = {400: Error, 401: Error, 403: Error, 405: Error, 422: Error, 503: Error}
+_CREATE_ERRORS = {
+    400: Error, 401: Error, 403: Error, 405: Error, 409: Error, 422: Error, 503: Error
+}  # fmt: skip
+_RETRY_AFTER = {"headers": {"Retry-After": {"description": "Seconds to wait before trying again.",
+                                            "schema": {"type": "integer"}}}}  # fmt: skip
 _HEADERS: dict[int, Any] = {  # ninja keys responses by int: so must we, or they double
     201: {"headers": {"Location": {"description": "The new conversation's URL.",
                                      "schema": {"type": "string"}}}},
-    503: {"headers": {"Retry-After": {"description": "Seconds to wait before trying again.",
-                                        "schema": {"type": "integer"}}}},
+    409: _RETRY_AFTER,
+    503: _RETRY_AFTER,
 }  # fmt: skip
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "maxLength": 200},
+    "description": "Makes the write exactly-once: sent again with the same key and the same "
+    "request, it gets the first answer (status and body, `Idempotent-Replayed: true`) and "
+    "writes nothing; the same key with another request is a 422; while the first is still "
+    "being written, a 409. Keys are per user and kept 24 hours.",
+}
+
+
+def _write_extra(*statuses: int) -> dict[str, Any]:
+    """What a write's OpenAPI operation says beyond ninja: the Idempotency-Key header, and
+    the response headers of these statuses."""
+    return {
+        "parameters": [_IDEMPOTENCY_KEY],
+        "responses": {status: _HEADERS[status] for status in statuses},
+    }
 
 
 @api.post(
     "/conversations",
     response={201: Created, **_CREATE_ERRORS},
     tags=["conversations"],
-    openapi_extra={"responses": _HEADERS},
+    openapi_extra=_write_extra(201, 409, 503),
 )
 def create_conversation(
     request: HttpRequest, response: HttpResponse, payload: NewConversation
@@ -574,6 +600,7 @@ def create_conversation(
     "/imports",
     response={201: Imported, **_CREATE_ERRORS},
     tags=["conversations"],
+    openapi_extra=_write_extra(409, 503),
 )
 def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[str, Any]]:
     """Store a transcript in the stored shape or a provider's, verbatim and in one transaction:
@@ -676,7 +703,7 @@ def get_conversation(request: HttpRequest, conversation_id: int) -> dict[str, An
     response={200: AppendOut, **_ERRORS},
     tags=["messages"],
     url_name="append",
-    openapi_extra={"responses": {503: _HEADERS[503]}},
+    openapi_extra=_write_extra(409, 503),
 )
 def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) -> dict[str, Any]:
     """Append under the rules (MEM-1, 2, 3, 10, 11, 12, 14). A batch is processed one message

@@ -220,3 +220,18 @@ def test_requests_with_one_key_at_once_write_once(live_server: LiveServer) -> No
     conversation.refresh_from_db()
     assert conversation.message_count == 4
     assert_consistent(conversation)
+
+
+@pytest.mark.django_db
+def test_the_api_documents_the_key_and_the_409_on_every_write_and_only_there() -> None:
+    document = Client().get("/api/openapi.json").json()
+
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            headers = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
+            if method == "post" and path != "/api/otel/v1/traces":
+                assert headers == ["Idempotency-Key"], (method, path)
+                assert "Retry-After" in operation["responses"]["409"]["headers"]
+            else:
+                assert headers == [], (method, path)
+                assert "409" not in operation["responses"], (method, path)
