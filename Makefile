@@ -51,8 +51,9 @@ run: setup
 serve: setup
 	$(PY) manage.py check --deploy --fail-level WARNING
 	$(PY) manage.py migrate --noinput
-	$(PY) -m gunicorn flowdrop_web.wsgi --workers $(WORKERS) --bind $(HOST):$(PORT) \
-		--access-logfile - --error-logfile - --forwarded-allow-ips "$${FLOWDROP_PROXY_IPS:-127.0.0.1}"
+	$(PY) -m gunicorn flowdrop_web.wsgi --workers $(WORKERS) --bind $(HOST):$(PORT) --preload \
+		--no-control-socket --access-logfile - --error-logfile - \
+		--forwarded-allow-ips "$${FLOWDROP_PROXY_IPS:-127.0.0.1}"
 
 superuser: setup
 	$(PY) manage.py migrate --noinput

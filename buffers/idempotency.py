@@ -16,6 +16,7 @@ Keys are per user and kept at least 24 hours.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -119,18 +120,21 @@ def _claimed(
     fingerprint: str,
     respond: Callable[[], HttpResponseBase],
 ) -> HttpResponseBase:
-    IdempotentRequest.objects.filter(
-        user=user, created_at__lt=timezone.now() - IdempotentRequest.KEPT
-    ).delete()
+    _forget_expired()
     with transaction.atomic():
         try:
-            with transaction.atomic():
-                _bounded_wait()
-                claim = IdempotentRequest.objects.create(
-                    user=user, key=key, fingerprint=fingerprint, status=0, body=b""
-                )
+            claim = _claim(user, key, fingerprint)
         except IntegrityError:
-            return _replay(request, user, key, fingerprint)
+            # Expired keys are swept only now and then: one past its time is free again.
+            expired = timezone.now() - IdempotentRequest.KEPT
+            if not IdempotentRequest.objects.filter(
+                user=user, key=key, created_at__lt=expired
+            ).delete()[0]:
+                return _replay(request, user, key, fingerprint)
+            try:
+                claim = _claim(user, key, fingerprint)
+            except IntegrityError:  # claimed again meanwhile, by a request beside this one
+                return _replay(request, user, key, fingerprint)
         except OperationalError as error:
             if getattr(error.__cause__, "sqlstate", None) == "55P03":  # lock_not_available
                 return _problem(request, 409, "is in flight: a request with it is being written")
@@ -148,6 +152,32 @@ def _claimed(
         claim.body = response.content
         claim.save(update_fields=["status", "content_type", "location", "body"])
     return response
+
+
+def _claim(user: Any, key: str, fingerprint: str) -> IdempotentRequest:
+    """The key's row, inserted (its own savepoint, so that a taken key leaves the
+    transaction usable); an IntegrityError when the key is taken."""
+    with transaction.atomic():
+        _bounded_wait()
+        return IdempotentRequest.objects.create(
+            user=user, key=key, fingerprint=fingerprint, status=0, body=b""
+        )
+
+
+SWEEP_EVERY = 60.0
+"""Seconds between two deletions of expired keys by one process: not a query per write."""
+_swept_at: float | None = None
+
+
+def _forget_expired() -> None:
+    global _swept_at
+    now = time.monotonic()
+    if _swept_at is not None and now - _swept_at < SWEEP_EVERY:
+        return
+    _swept_at = now
+    IdempotentRequest.objects.filter(
+        created_at__lt=timezone.now() - IdempotentRequest.KEPT
+    ).delete()
 
 
 def _bounded_wait() -> None:

@@ -120,6 +120,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not the in-memory default, so that threads and the live server used by
     # the tests share one database the way the real server does (one file per test run).
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")}
+else:
+    # A PostgreSQL connection is kept by its worker between requests (FLOWDROP_DB_CONN_MAX_AGE
+    # seconds; 0 opens one per request): a new one per request doubled the server's CPU per
+    # append in benchmarks/load.py. Checked before reuse, so a restarted server is no error.
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", "60"))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
