@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 
 from . import healing
 from .bulk import cyclic_gc_paused
-from .healing import InvalidInput, Problem, formats
+from .healing import InvalidInput, Problem, formats, jsontext
 from .healing.errors import parse_each
 from .healing.messages import describe, json_problem
 from .models import Scope
@@ -183,17 +183,33 @@ def text_source(text: str, *, jsonl: bool) -> formats.Source:
     if jsonl:
         return formats.parse_lines(text)
     try:
-        return formats.Source(document=json.loads(text))
+        return formats.Source(document=jsontext.loads(text)[0])
     except json.JSONDecodeError as error:
-        if error.msg == "Extra data":
+        if error.msg == "Extra data" or (
+            isinstance(error, jsontext.DuplicateKey) and _several_values(text)
+        ):
             lines = formats.parse_lines(text)
             return lines if lines.lines else formats.parse_values(text)
         place = f"line {error.lineno}, column {error.colno}"
+        if isinstance(error, jsontext.DuplicateKey):
+            raise InvalidInput([Problem(place, error.msg)]) from None
         raise InvalidInput([Problem(place, f"is not JSON: {error.msg}")]) from None
     except RecursionError:
         raise InvalidInput([Problem("file", TOO_DEEP)]) from None
     except ValueError as error:  # e.g. an integer of more than 4,300 digits
         raise InvalidInput([Problem("file", f"cannot be read: {error}")]) from None
+
+
+def _several_values(text: str) -> bool:
+    """Whether ``text``, whose first value names a key twice, holds more values after it
+    (read as lines, which skip the one as a log skips a line that is not JSON)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return error.msg == "Extra data"
+    except (RecursionError, ValueError):
+        return False
+    return False
 
 
 def read_source(source: formats.Source, format: str, title: str) -> TranscriptReading:

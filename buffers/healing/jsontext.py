@@ -1,4 +1,5 @@
-"""JSON text in and out, fast where the standard library is slow, and exactly as it reads.
+"""JSON text in and out, fast where the standard library is slow, and exactly as it reads
+(but for a key named twice, which is refused).
 
 orjson parses and writes several times faster than ``json`` on the long transcripts this
 app imports (benchmarks/exchange.py), but differs from it on three things: it reads an
@@ -11,11 +12,20 @@ written by ``json``.
 What ``loads`` reads by orjson is also known to be free of NaN, infinities and lone
 surrogates, which ``messages.json_problem`` would otherwise walk the value to find: see
 ``known_storable``.
+
+One thing ``loads`` refuses that ``json`` reads: an object that names a key twice, which
+JSON leaves without a meaning (RFC 8259, section 4) and both parsers read as its last
+value, silently. ``DuplicateKey`` names the object and the key. orjson has no hook, so
+``unique_keys`` proves a text free of them by counting colons (see there), and only a
+text it cannot prove so is read again by ``json`` with a hook that sees every object's
+pairs.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import orjson
 
@@ -40,19 +50,166 @@ def has_long_number(text: str) -> bool:
     return _LONG_RUN in shapes or shapes.startswith(_LONG_RUN[1:])
 
 
-def loads(text: str, *, long_numbers: bool = True) -> tuple[object, bool]:
-    """The value of ``text``, as ``json.loads`` reads it (raising its errors), and whether
-    it is known to be storable (``known_storable``) without walking it. A caller that
-    knows ``text`` holds no long number (``has_long_number`` of a whole file) says so
-    with ``long_numbers=False``, saving the check."""
+def loads(
+    text: str, *, long_numbers: bool = True, escaped_colons: bool = True
+) -> tuple[object, bool]:
+    """The value of ``text``, as ``json.loads`` reads it (raising its errors, and
+    ``DuplicateKey``), and whether it is known to be storable (``known_storable``) without
+    walking it. A caller that knows ``text`` holds no long number (``has_long_number`` of
+    a whole file) or no escaped colon (``has_escaped_colon``) says so, saving the check."""
     if not (long_numbers and has_long_number(text)):
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
         else:
+            unique_keys(text, value, escaped_colons=escaped_colons)
             return value, known_storable(text)
-    return json.loads(text), False
+    return _strict(text), False
+
+
+class DuplicateKey(json.JSONDecodeError):
+    """A JSON text in which one object names a key twice: ``path`` names the object
+    (``messages[2].content[0]``; empty for the outermost value), ``key`` the key, and
+    ``pos`` (``lineno``, ``colno``) where it is named the second time. A
+    ``JSONDecodeError``, so that whatever refuses a text that is not JSON refuses this."""
+
+    def __init__(self, path: str, key: str, doc: str, pos: int) -> None:
+        self.path, self.key = path, key
+        super().__init__(f"{path}: {self.why}" if path else self.why, doc, pos)
+
+    @property
+    def why(self) -> str:
+        return f"the key {self.shown_key} appears twice"
+
+    @property
+    def shown_key(self) -> str:
+        """The key as JSON spells it (shortened past 100 characters), for a sentence."""
+        return json.dumps(self.key if len(self.key) <= 100 else self.key[:100] + "...")
+
+    def under(self, where: str) -> str:
+        """The object's path in a value found at ``where`` (an attribute holding JSON text)."""
+        if not where or not self.path:
+            return where or self.path
+        return f"{where}{self.path}" if self.path.startswith("[") else f"{where}.{self.path}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.__class__, (self.path, self.key, self.doc, self.pos)
+
+
+def has_escaped_colon(text: str | bytes) -> bool:
+    """Whether ``text`` may spell a colon in a string as ``\\u003a``, which no JSON writer
+    does unasked (``unique_keys`` needs the colons counted as written)."""
+    if isinstance(text, bytes):
+        return b"\\u003a" in text or b"\\u003A" in text
+    return "\\u003a" in text or "\\u003A" in text
+
+
+def unique_keys(text: str | bytes, value: object, *, escaped_colons: bool = True) -> None:
+    """Raise ``DuplicateKey`` if ``text``, which was read as ``value`` (the last of each
+    key's values, as orjson and ``json`` read it), names a key twice in one object.
+
+    Fast and sound: every key of ``text`` is followed by one colon outside strings, and
+    every string of ``value`` is one of ``text``'s, so ``text`` holds at least as many
+    colons as orjson writes for ``value`` (it never escapes one), and exactly as many
+    unless a key was named twice and one of the two dropped, taking its colon with it. So
+    equal counts prove every key unique; only a text whose strings spell a colon as
+    ``\\u003a`` (which a writer may do, but none does unasked) or whose counts differ is
+    read again by ``json``, with a hook that sees every object's pairs."""
+    try:
+        written = orjson.dumps(value).count(b":")
+    except orjson.JSONEncodeError:  # nested too deep for orjson to write
+        written = -1
+    written_as = text.count(":") if isinstance(text, str) else text.count(b":")
+    if written == written_as and not (escaped_colons and has_escaped_colon(text)):
+        return
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    _strict(text)
+
+
+class _Repeated(Exception):
+    pass
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _Repeated
+    return value
+
+
+def _strict(text: str) -> object:
+    """``json.loads(text)``, or ``DuplicateKey`` for the first key ``text`` names twice."""
+    try:
+        return json.loads(text, object_pairs_hook=_once)
+    except _Repeated:
+        raise _first_duplicate(text) from None
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _first_duplicate(text: str) -> DuplicateKey:
+    """The first key named twice in ``text`` (known to hold one), with the path of its
+    object. A walk of the text in Python, iterative so that any nesting ``json`` reads
+    does not overflow it, taking each scalar whole with ``json``'s own scanner; only ever
+    run on a text to be refused."""
+    scalar = json.JSONDecoder().raw_decode
+    # Each open container: its path, and its keys so far (an object) or its index (an array).
+    stack: list[tuple[str, set[str] | list[int]]] = []
+    position, path = _space(text, 0), ""
+    while True:  # a value starts at ``position``; ``path`` names it
+        opening = text[position]
+        if opening in "{[":
+            position = _space(text, position + 1)
+            if text[position] not in "}]":
+                stack.append((path, set() if opening == "{" else [0]))
+                if opening == "{":
+                    position, path = _key(text, position, *stack[-1])
+                else:
+                    path = f"{path}[0]"
+                continue
+            position += 1  # an empty one
+        else:
+            position = scalar(text, position)[1]
+        while stack:  # a value ended: the next one in its container, or the container's end
+            outer, seen = stack[-1]
+            position = _space(text, position)
+            if text[position] == ",":
+                position = _space(text, position + 1)
+                if isinstance(seen, set):
+                    position, path = _key(text, position, outer, seen)
+                else:
+                    seen[0] += 1
+                    path = f"{outer}[{seen[0]}]"
+                break
+            stack.pop()
+            position += 1
+        else:
+            raise AssertionError("a text said to name a key twice names none")
+
+
+def _key(text: str, position: int, outer: str, seen: set[str] | list[int]) -> tuple[int, str]:
+    """The key that starts at ``position`` in the object at ``outer`` whose keys so far are
+    ``seen``: where its value starts, and the value's path."""
+    assert isinstance(seen, set)
+    key, end = json.decoder.scanstring(text, position + 1)  # type: ignore[attr-defined]
+    if key in seen:
+        raise DuplicateKey(outer, key, text, position)
+    seen.add(key)
+    if _NAME.fullmatch(key):
+        path = f"{outer}.{key}" if outer else key
+    else:
+        path = f"{outer}[{json.dumps(key)}]"
+    return _space(text, _space(text, end) + 1), path
+
+
+def _space(text: str, position: int) -> int:
+    found = _SPACE.match(text, position)
+    assert found is not None
+    return found.end()
 
 
 def known_storable(text: str) -> bool:

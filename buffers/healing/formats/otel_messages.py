@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from buffers.healing import jsontext
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import usable_id
 from buffers.healing.messages import MAX_ID_LENGTH, describe, json_problem
@@ -341,7 +342,9 @@ def decoded(value: object, path: str, problems: Problems) -> object:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return jsontext.loads(value)[0]
+    except jsontext.DuplicateKey as error:
+        problems.add(error.under(path), error.why)
     except json.JSONDecodeError as error:
         problems.add(path, f"is not JSON text: {error.msg} (column {error.colno})")
     except (RecursionError, ValueError):

@@ -5,7 +5,8 @@ the ``lines`` of a JSONL file, each parsed on its own. Agent runtimes write thei
 line by line from processes that crash, so a line that is not JSON is not fatal here: it
 is kept aside in ``unreadable``, and a reader for a log format skips it and says so,
 while a reader of one document per line (OpenAI fine-tuning files, the stored JSONL)
-refuses it as before.
+refuses it as before. A line that names a key twice in one object is one of those: JSON
+leaves it without a meaning (``jsontext.DuplicateKey``).
 """
 
 from __future__ import annotations
@@ -139,13 +140,18 @@ def parse_lines(text: str) -> Source:
     lines: list[Entry] = []
     unreadable: list[Skipped] = []
     long_numbers = jsontext.has_long_number(text)
+    escaped_colons = jsontext.has_escaped_colon(text)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line or line.isspace():
             continue
         where = f"line {number}"
         try:
-            value, storable = jsontext.loads(line, long_numbers=long_numbers)
+            value, storable = jsontext.loads(
+                line, long_numbers=long_numbers, escaped_colons=escaped_colons
+            )
             lines.append(Entry(where, value, storable))
+        except jsontext.DuplicateKey as error:
+            unreadable.append(Skipped(where, error.msg, error.colno))
         except json.JSONDecodeError as error:
             unreadable.append(Skipped(where, _not_json(error, line), error.colno))
         except RecursionError:
@@ -159,9 +165,11 @@ def parse_values(text: str) -> Source:
     """JSON values written one after another, each over as many lines as it likes (the
     Python SDK's console exporters indent every record): one entry each, named by the
     line it starts on. What is not JSON ends the values (a record cut off mid-write) and
-    is kept aside, as ``parse_lines`` keeps a line that is not JSON."""
+    is kept aside, as ``parse_lines`` keeps a line that is not JSON; so is a value that
+    names a key twice, and the values go on after it."""
     decoder = json.JSONDecoder()
     entries: list[Entry] = []
+    skipped: list[Skipped] = []
     position, line = 0, 1
     while True:
         start = _SPACE.match(text, position)
@@ -169,16 +177,25 @@ def parse_values(text: str) -> Source:
         line += text.count("\n", position, start.end())
         position = start.end()
         if position >= len(text):
-            return Source(lines=tuple(entries))
+            return Source(lines=tuple(entries), unreadable=tuple(skipped))
         try:
             value, end = decoder.raw_decode(text, position)
         except json.JSONDecodeError as error:
             cut = Skipped(f"line {line}", f"is not JSON: {error.msg} (from here to the end)")
-            return Source(lines=tuple(entries), unreadable=(cut,))
+            return Source(lines=tuple(entries), unreadable=(*skipped, cut))
         except (RecursionError, ValueError):
             cut = Skipped(f"line {line}", "cannot be read as JSON (from here to the end)")
-            return Source(lines=tuple(entries), unreadable=(cut,))
-        entries.append(Entry(f"line {line}", value))
+            return Source(lines=tuple(entries), unreadable=(*skipped, cut))
+        try:
+            jsontext.unique_keys(text[position:end], value)
+        except jsontext.DuplicateKey as error:
+            # Skipped whole, as ``parse_lines`` skips such a line; named by where it is.
+            column = error.colno
+            if error.lineno == 1:  # on the line the value starts on, after what is before it
+                column += position - text.rfind("\n", 0, position) - 1
+            skipped.append(Skipped(f"line {line + error.lineno - 1}", error.msg, column))
+        else:
+            entries.append(Entry(f"line {line}", value))
         line += text.count("\n", position, end)
         position = end
 

@@ -42,6 +42,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status as ProtoStatus
 
+from buffers.healing import jsontext
 from buffers.healing.messages import MAX_DEPTH, describe
 
 PROTOBUF = "application/x-protobuf"
@@ -265,8 +266,13 @@ def _deep(depth: int) -> None:
 def _from_json(body: bytes) -> list[Span]:
     try:
         document = orjson.loads(body)
+        jsontext.unique_keys(body, document)
+    except jsontext.DuplicateKey as error:
+        raise _Bad(f"names the key {error.shown_key} twice", error.path or "it") from None
     except orjson.JSONDecodeError as error:
         raise _Bad(f"it is not JSON ({error})") from None
+    except (RecursionError, ValueError) as error:  # from json, checking the keys
+        raise _Bad(f"it cannot be read as JSON ({error})") from None
     if not isinstance(document, dict):
         raise _Bad(f"it must be an object, not {describe(document)}")
     spans: list[Span] = []

@@ -66,6 +66,7 @@ from typing import Any
 
 import orjson
 
+from buffers.healing import jsontext
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.formats.common import Row
 from buffers.healing.formats.otel_genai import read_messages
@@ -588,9 +589,15 @@ def _semconv(values: dict[str, Any], where: str, attributes: dict[str, Any]) -> 
 
 def _json(value: str, where: str) -> object:
     try:
-        return orjson.loads(value)
+        held = orjson.loads(value)
+        jsontext.unique_keys(value, held)
+    except jsontext.DuplicateKey as error:
+        raise _Refused(f"{error.under(where)}: {error.why}") from None
     except orjson.JSONDecodeError as error:
         raise _Refused(f"{where} is not JSON text ({error})") from None
+    except (RecursionError, ValueError):  # from json, checking the keys
+        raise _Refused(f"{where} cannot be read as JSON") from None
+    return held
 
 
 def _semconv_messages(value: object, where: str, role: str) -> list[RawMessage]:
