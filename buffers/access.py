@@ -2,7 +2,8 @@
 admin, commands). Its answers combine with AND and nothing overrides a denial (MEM-15):
 there is no hook, signal or backend through which an extension could grant one.
 
-- A conversation's **owner** may view it and drive it (append, heal).
+- A conversation's **owner** may view it and drive it (append, heal), and share it: say
+  who else may view it.
 - Users it is **shared** with, directly or through a group, may view it. Viewing never
   grants driving (MEM-9).
 - **Staff** may view every conversation and reach the admin tier, where a repair is
@@ -86,6 +87,12 @@ def may_view(principal: Principal, conversation: Conversation) -> bool:
 
 def may_drive(principal: Principal, conversation: Conversation) -> bool:
     """Append a turn or heal through the inspector or the API: the owner only (MEM-9)."""
+    return owns(principal, conversation)
+
+
+def may_share(principal: Principal, conversation: Conversation) -> bool:
+    """Add or remove the users it is shared with, from the inspector: the owner only.
+    Staff share any conversation in the admin (the administrative tier)."""
     return owns(principal, conversation)
 
 
