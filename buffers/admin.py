@@ -90,8 +90,26 @@ class AdministrativeTier(BaseModelAdmin[Any]):
         )
 
 
+class SharedWithUserFormSet(forms.BaseInlineFormSet[SharedWithUser, Conversation, Any]):
+    """The sharing service's rule, said on the form rather than as an error page: a
+    conversation is never shared with its owner."""
+
+    def clean(self) -> None:
+        super().clean()
+        for form in self.forms:
+            cleaned = getattr(form, "cleaned_data", {})
+            viewer = cleaned.get("user")
+            if (
+                viewer is not None
+                and not cleaned.get("DELETE")
+                and viewer.pk == self.instance.owner_id
+            ):
+                form.add_error("user", "This is its owner, who can already view and drive it.")
+
+
 class SharedWithUserInline(AdministrativeTier, admin.TabularInline[SharedWithUser, Conversation]):
     model = SharedWithUser
+    formset = SharedWithUserFormSet
     raw_id_fields = ("user",)
     extra = 0
     verbose_name = "user it is shared with (may view, never drive)"
@@ -146,6 +164,39 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        """Users it is shared with change through the sharing service, as in the inspector
+        (journalled); a row whose user is changed stops one share and makes another."""
+        if formset.model is not SharedWithUser:
+            super().save_formset(request, form, formset, change)
+            return
+        conversation = form.instance
+        # What formset.save() would have noted, for the admin's own history message.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        for inline in formset.forms:
+            old = inline.initial.get("user") if inline.instance.pk else None
+            deleted = inline in formset.deleted_forms
+            new = None if deleted else inline.cleaned_data.get("user")
+            if old == (new.pk if new is not None else None):
+                continue
+            if deleted:
+                formset.deleted_objects.append(inline.instance)
+            elif old is None:
+                formset.new_objects.append(inline.instance)
+            else:
+                formset.changed_objects.append((inline.instance, ["user"]))
+            if old is not None:
+                services.unshare_conversation(
+                    conversation=conversation,
+                    viewer=User.objects.get(pk=old),
+                    via="admin",
+                    by=request.user,
+                )
+            if new is not None:
+                services.share_conversation(
+                    conversation=conversation, viewer=new, via="admin", by=request.user
+                )
 
     def has_heal_permission(self, request: HttpRequest) -> bool:
         """Healing writes to buffers: for staff who may change messages."""
@@ -222,10 +273,10 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
                     messages.WARNING,
                 )
             return None
-        plans = [
-            (conversation, services.preview_heal(conversation_id=conversation.pk))
-            for conversation in chosen
-        ]
+        plans = []
+        for conversation in chosen:
+            plan = services.preview_heal(conversation_id=conversation.pk)
+            plans.append((conversation, plan, presenters.heal_plan_sentences(plan)))
         return TemplateResponse(
             request,
             "admin/buffers/conversation/heal_confirmation.html",

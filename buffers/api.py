@@ -33,7 +33,7 @@ from pydantic_core import ErrorDetails
 
 from . import access, exports, healing, search, selectors, services, transcripts
 from .bulk import cyclic_gc_paused
-from .healing import formats, sendability
+from .healing import formats, jsontext, sendability
 from .models import Conversation
 
 MAX_PAGE = 500
@@ -62,7 +62,9 @@ class _JsonObjectParser(Parser):
     """JSON bodies (whatever their Content-Type, so a bare ``curl -d`` works) that are objects."""
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
-        data = json.loads(request.body)
+        # As json.loads reads bytes (UTF-8, -16 or -32), refusing a key named twice.
+        body = request.body
+        data, _ = jsontext.loads(body.decode(json.detect_encoding(body), "surrogatepass"))
         if not isinstance(data, dict):
             raise _BodyNotObject(f"must be a JSON object, not {healing.describe(data)}")
         return data
@@ -163,6 +165,18 @@ class ConversationOut(Schema):
     count: int = Field(description="Messages in the buffer.")
     unanswered: int = Field(description="Declared tool calls with no result anywhere.")
     healed: int = Field(description="Healed placeholders the buffer holds.")
+    sendable: bool = Field(description="No provider would refuse the buffer as history.")
+    rejected_by: list[str] = Field(
+        description="The providers that would refuse it (openai-chat, openai-responses, "
+        "anthropic, gemini)."
+    )
+    rejections: dict[str, int] = Field(
+        description="For each provider, how many reasons it would have to refuse it."
+    )
+    problems: dict[str, int] = Field(
+        description="How many problems of each kind the buffer holds (unanswered_call, "
+        "orphan_result, duplicate_result, empty_turn...; only the kinds present)."
+    )
 
 
 class SearchHit(Schema):
@@ -207,12 +221,19 @@ class IndexedCall(Schema):
 
 class HealedCall(IndexedCall):
     declared_at: int = Field(description="Position of the turn that declared the call.")
+    declared_before: int | None = Field(
+        description="Where that turn was before this append; null when the batch brought it."
+    )
 
 
 class DroppedMessage(Schema):
     batch_index: int
     reason: Literal["duplicate_result", "duplicate_turn", "healed_duplicate"]
     tool_call_id: str | None
+    answered_at: int | None = Field(
+        description="For a dropped result: the position of the result that already answers "
+        "its call."
+    )
     explanation: str
 
 
@@ -240,6 +261,11 @@ class AppendOut(Schema):
     replaced: list[IndexedCall] = Field(description="Placeholders replaced in place (MEM-10).")
     dropped: list[DroppedMessage] = Field(description="Duplicates (MEM-1, MEM-2, MEM-10).")
     outcomes: list[OutcomeOut] = Field(description="What became of each incoming message.")
+    orphans: list[IndexedCall] = Field(
+        description="Appended tool results that no call before them declares: OpenAI, OpenAI "
+        "Responses and Anthropic refuse such a history (Gemini, unless a call turn right "
+        "before it still awaits a response)."
+    )
 
 
 class StoredMessage(Schema):
@@ -383,6 +409,11 @@ class ConversationFilter(Paging):
     unanswered: Annotated[bool | None, WithJsonSchema({"type": "boolean"})] = Field(
         None, description="true: only conversations with unanswered calls; false: only without."
     )
+    sendable: Annotated[bool | None, WithJsonSchema({"type": "boolean"})] = Field(
+        None,
+        description="true: only conversations every provider would accept as history; false: "
+        "only those some provider would refuse.",
+    )
     q: str = Field(
         "",
         max_length=search.MAX_QUERY,
@@ -453,6 +484,9 @@ def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
         return _error(
             request, 422, "The request is not valid.", [healing.Problem("body", str(cause))]
         )
+    if isinstance(cause, jsontext.DuplicateKey):
+        problem = healing.Problem(cause.path or "body", cause.why)
+        return _error(request, 422, "The request is not valid; nothing was written.", [problem])
     if isinstance(cause, json.JSONDecodeError):
         where = f"body, line {cause.lineno}, column {cause.colno}"
         return _error(request, 400, "The body is not JSON.", [healing.Problem(where, cause.msg)])
@@ -508,6 +542,10 @@ def _conversation_out(conversation: Conversation) -> dict[str, Any]:
         "count": conversation.message_count,
         "unanswered": conversation.unanswered_count,
         "healed": conversation.healed_count,
+        "sendable": conversation.sendable,
+        "rejected_by": conversation.tally.rejected_by,
+        "rejections": dict(conversation.tally.rejections),
+        "problems": dict(conversation.tally.problems),
     }
 
 
@@ -665,6 +703,8 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
         conversations = conversations.with_unanswered_calls()
     elif filters.unanswered is False:
         conversations = conversations.without_unanswered_calls()
+    if filters.sendable is not None:
+        conversations = conversations.filter(sendable=filters.sendable)
     query = search.clean(filters.q)
     words = search.terms(query)
     if query:
@@ -729,11 +769,13 @@ def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) ->
                 "batch_index": d.batch_index,
                 "reason": d.reason,
                 "tool_call_id": d.tool_call_id,
+                "answered_at": d.answered_at,
                 "explanation": d.explanation,
             }
             for d in report.dropped
         ],
         "outcomes": report.outcomes,
+        "orphans": report.orphans,
     }
 
 

@@ -54,6 +54,10 @@ class ConversationQuerySet(models.QuerySet["Conversation"]):
     def healed(self) -> ConversationQuerySet:
         return self.filter(healed_count__gt=0)
 
+    def rejected_by(self, provider: str) -> ConversationQuerySet:
+        """Those ``provider`` would refuse as history (its stored rejections)."""
+        return self.filter(sendable=False, **{f"rejections__{provider}__gt": 0})
+
 
 class Conversation(models.Model):
     title = models.CharField(max_length=300, blank=True)
@@ -109,6 +113,21 @@ class Conversation(models.Model):
     version = models.BigIntegerField(
         default=0, editable=False, help_text="Counts the writes to the buffer (MEM-12)."
     )
+    # The stored verdicts (healing.verdicts.Tally), kept with the counters above.
+    rejections = models.JSONField(
+        default=dict,
+        editable=False,
+        help_text="For each provider, how many reasons it would have to refuse the buffer "
+        "as history (sendability); 0 when it would accept it.",
+    )
+    problem_counts = models.JSONField(
+        default=dict,
+        editable=False,
+        help_text="How many problems of each kind the buffer holds (only kinds present).",
+    )
+    sendable = models.BooleanField(
+        default=True, editable=False, help_text="No provider would refuse the buffer."
+    )
 
     objects = ConversationQuerySet.as_manager()
 
@@ -141,10 +160,16 @@ class Conversation(models.Model):
             models.Index(fields=["-healed_count", "-id"], name="conversation_healed"),
             models.Index(fields=["-message_count", "-id"], name="conversation_longest"),
             models.Index(fields=["title", "id"], name="conversation_title"),
+            models.Index(fields=["sendable", "-updated_at", "-id"], name="conversation_sendable"),
         ]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+    @property
+    def tally(self) -> healing.verdicts.Tally:
+        """The stored verdicts and problem counts."""
+        return healing.verdicts.Tally.from_stored(self.rejections, self.problem_counts)
 
 
 class SharedWithUser(models.Model):

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import healing, rendering, selectors
+from .healing import sendability
 from .models import Conversation, DeclaredCall
 
 PAGE = 50
@@ -459,7 +460,8 @@ def _latency(ms: float) -> str:
 
 
 def report_sentences(report: healing.AppendReport, kind: str) -> list[str]:
-    """What an append did, in words: "healed 2 calls: c1 after message 0, c4 after message 7"."""
+    """What an append did, in words: "healed 2 calls: c1 after message 0, c4 after message 7".
+    The write is done, so every position is one in the buffer as it now is."""
     if report.refusal:
         return [f"Nothing was read or written: the buffer's scope refused ({report.refusal})."]
     sentences = []
@@ -473,15 +475,77 @@ def report_sentences(report: healing.AppendReport, kind: str) -> list[str]:
             "in place (MEM-10)."
         )
     for dropped in report.dropped:
-        sentences.append(
-            f"Dropped message {dropped.batch_index} of the batch: {dropped.explanation}."
-        )
+        what = "the tool result" if dropped.tool_call_id else "the assistant turn"
+        if dropped.tool_call_id:
+            what += f" for {dropped.tool_call_id}"
+        if len(report.outcomes) > 1:
+            what += f" (message {dropped.batch_index} of the batch)"
+        sentences.append(f"Dropped {what}: {dropped.explanation}.")
     appended = [o.index for o in report.outcomes if o.action == "appended"]
     if appended:
-        sentences.append(f"Appended the {kind} message at index {appended[0]}.")
+        sentences.append(f"Appended the {kind} message as message {appended[0]}.")
+    sentences += [orphan_warning(orphan) for orphan in report.orphans]
     if not report.appended_any:
         sentences.append("Nothing new was appended.")
     return sentences
+
+
+def orphan_warning(orphan: healing.Orphan) -> str:
+    """An appended result no call declares: which providers will refuse the history."""
+    refusing = _and([sendability.PROVIDER_NAMES[p] for p in sendability.PAIRS_BY_ID])
+    return (
+        f"Warning: no call declares {orphan.tool_call_id}, so the result at message "
+        f"{orphan.index} answers nothing: {refusing} will refuse this history, and Gemini "
+        "too unless a call turn right before it still awaits a response."
+    )
+
+
+def preview_sentences(report: healing.AppendReport, kind: str = "user") -> list[str]:
+    """What appending a turn would do now, nothing written, as phrases that follow "A user
+    turn now would". Positions are those of the buffer as it is now; the one place that
+    counts after healing (where the turn would land) says so."""
+    if report.refusal:
+        return [f"write nothing: the buffer's scope refuses it ({report.refusal})."]
+    phrases = []
+    healed = len(report.healed)
+    if report.healed:
+        calls = _and([f"{h.tool_call_id} right after {_turn_today(h)}" for h in report.healed])
+        noun = "call" if healed == 1 else "calls"
+        phrases.append(
+            f"first heal {healed} unanswered {noun} with a placeholder: {calls} "
+            "(numbered as the buffer is now);"
+        )
+    appended = [o.index for o in report.outcomes if o.action == "appended"]
+    if appended:
+        where = f"as message {appended[0]}"
+        if healed:
+            now = report.count - healed - report.appended
+            where += f", counted after healing (the buffer holds {now} now)"
+        phrases.append(f"{'then ' if healed else ''}append the {kind} turn at the end, {where}.")
+    return phrases
+
+
+def heal_plan_sentences(report: healing.AppendReport) -> list[str]:
+    """An admin heal plan, nothing written: where each placeholder goes, by today's
+    numbering, and which message it becomes once healed."""
+    return [
+        f"a placeholder for call {h.tool_call_id} right after the turn at {_turn_today(h)} "
+        f"(numbered as the buffer is now); once healed, it is message {h.index}"
+        for h in report.healed
+    ]
+
+
+def _turn_today(healed: healing.Healed) -> str:
+    """The turn whose call is healed, by its place in the buffer as it is now."""
+    if healed.declared_before is not None:
+        return f"message {healed.declared_before}"
+    return f"the new turn that declares it (message {healed.declared_at} once written)"
+
+
+def _and(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def just_written(report: healing.AppendReport) -> dict[int, str]:

@@ -353,8 +353,10 @@ def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> Snip
     start = 0
     if first:
         start = max(0, first.start() - width // 3)
-        if start:  # begin at a word
-            space = text.rfind(" ", max(0, start - 20), first.start())
+        if start:  # begin at a word: the one cut at ``start``, or else the next
+            space = text.rfind(" ", max(0, start - 20), start)
+            if space < 0:
+                space = text.find(" ", start, first.start())
             start = space + 1 if space >= 0 else start
     end = min(len(text), start + width)
     if end < len(text):

@@ -119,3 +119,71 @@ def _tool_runs_end(conversation: Conversation, message_ids: list[int]) -> dict[i
     with connection.cursor() as cursor:
         cursor.execute(sql, [conversation.message_count, *message_ids])
         return dict(cursor.fetchall())
+
+
+def shared_with(conversation: Conversation) -> dict[str, list[str]]:
+    """Who else may view ``conversation``: the usernames of the users and the names of the
+    groups it is shared with, each sorted."""
+    return {
+        "users": sorted(conversation.viewers.values_list("username", flat=True)),
+        "groups": sorted(conversation.viewer_groups.values_list("name", flat=True)),
+    }
+
+
+_SCAN = 500
+"""Messages read at a time looking for the next problem of a kind the index does not hold."""
+_CONTEXT = 64
+"""Messages read before each stretch, so that its first turns are checked in context."""
+
+
+def next_problem(conversation: Conversation, kind: str, after: int) -> int | None:
+    """The index of the first message after ``after`` with a problem of ``kind`` (a kind of
+    ``healing.verdicts.PROBLEM_LABELS``), going round to the buffer's start when there is
+    none after it; None when the buffer holds none (its stored counts say so, unread).
+
+    Unanswered calls and placeholders are found by the index; other kinds by reading the
+    buffer a stretch at a time from ``after``: the cost is the distance to the next one."""
+    if not conversation.tally.problems.get(kind):
+        return None
+    after = max(-1, min(after, conversation.message_count - 1))
+    if kind == "unanswered_call":
+        position = F("message__block__start") + F("message__slot")
+        calls = DeclaredCall.objects.filter(conversation=conversation, answered=False)
+        found = calls.annotate(index=position).order_by("index").values_list("index", flat=True)
+        later = found.filter(index__gt=after).first()
+        return later if later is not None else found.first()
+    if kind == "healed_placeholder":
+        rows = Message.objects.filter(conversation=conversation, is_placeholder=True)
+        indexes = (
+            rows.annotate(index=BUFFER_INDEX).order_by("index").values_list("index", flat=True)
+        )
+        later = indexes.filter(index__gt=after).first()
+        return later if later is not None else indexes.first()
+    for start, end in ((after + 1, conversation.message_count), (0, after + 1)):
+        for first in range(start, end, _SCAN):
+            found_at = _first_of_kind(conversation, kind, first, min(end, first + _SCAN))
+            if found_at is not None:
+                return found_at
+    return None
+
+
+def _first_of_kind(conversation: Conversation, kind: str, start: int, end: int) -> int | None:
+    context = max(0, start - _CONTEXT)
+    stop = min(conversation.message_count, end + 1)
+    rows = messages_page(conversation, offset=context, limit=stop - context)
+    messages = [row.as_core() for row in rows]
+    if kind == "empty_turn":
+        indexes = [
+            r.index + context
+            for provider in healing.verdicts.EMPTY_TURN_PROVIDERS
+            for r in healing.sendability.check(messages, provider).rejections
+            if r.reason == "empty_turn"
+        ]
+    else:
+        window = messages[start - context : end - context]
+        indexes = [
+            f.index
+            for f in healing.analyze_window(window, start, window_facts(conversation, window))
+            if f.kind == kind
+        ]
+    return min((i for i in indexes if start <= i < end), default=None)

@@ -16,7 +16,13 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -42,6 +48,12 @@ FILTERS = {
     "all": "all",
     "unanswered": "with unanswered calls",
     "healed": "with healed placeholders",
+    "rejected": "that some provider would refuse",
+    "sendable": "that every provider would accept",
+    **{
+        f"rejected-{provider}": f"that {name} would refuse"
+        for provider, name in sendability.PROVIDER_NAMES.items()
+    },
 }
 SORTS = {
     "updated": ("-updated_at", "-id"),
@@ -104,6 +116,10 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
         conversations = conversations.with_unanswered_calls()
     elif show == "healed":
         conversations = conversations.healed()
+    elif show in ("rejected", "sendable"):
+        conversations = conversations.filter(sendable=show == "sendable")
+    elif show.startswith("rejected-"):
+        conversations = conversations.rejected_by(show.removeprefix("rejected-"))
     if query:
         conversations = conversations.filter(search.matching_conversations(words))
     page_asked = request.GET.get("page")
@@ -134,9 +150,7 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         if index is not None
     }
     preview = (
-        presenters.report_sentences(_preview(conversation), "user")
-        if request.GET.get("preview")
-        else None
+        presenters.preview_sentences(_preview(conversation)) if request.GET.get("preview") else None
     )
     context = _page_context(
         conversation,
@@ -146,6 +160,8 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         preview=preview,
         can_drive=access.may_drive(request.user, conversation),
     )
+    if access.may_share(request.user, conversation):  # the owner's "Shared with" panel
+        context["sharing"] = selectors.shared_with(conversation)
     query = search.clean(request.GET.get("q"))
     if query:  # opened at a hit (a search's link, or the search without JavaScript)
         words = search.terms(query)
@@ -259,6 +275,23 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "buffers/sendability.html", context)
 
 
+@require_safe
+def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The next message with a problem of one kind after ``from`` (round the end of the
+    buffer): for the page's script, its index as JSON (it opens it in place); without
+    JavaScript, the page opened there."""
+    conversation = _visible(request, pk)
+    kind = request.GET.get("kind", "")
+    if kind not in healing.verdicts.PROBLEM_LABELS:
+        return HttpResponseBadRequest(f"Unknown kind of problem {kind!r}.")
+    after = _int(request.GET.get("from"))
+    index = selectors.next_problem(conversation, kind, -1 if after is None else after)
+    if request.htmx or request.headers.get("Accept") == "application/json":
+        return JsonResponse({"kind": kind, "index": index})
+    url = reverse("buffers:conversation", args=[pk])
+    return redirect(url if index is None else f"{url}?at={index}#m-{index}")
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
     """Import transcript files, several at once, all or none: a file with an error
@@ -328,7 +361,7 @@ def conversation_preview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     conversation = _visible(request, pk)
     if not request.htmx:
         return redirect(f"{reverse('buffers:conversation', args=[pk])}?preview=1#preview")
-    sentences = presenters.report_sentences(_preview(conversation), "user")
+    sentences = presenters.preview_sentences(_preview(conversation))
     return render(
         request,
         "buffers/conversation_detail.html#preview",
@@ -339,6 +372,58 @@ def conversation_preview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def _preview(conversation: Conversation) -> healing.AppendReport:
     turn = healing.parse_messages([{"role": "user", "content": "(a user turn)"}])
     return services.preview_append(conversation_id=conversation.pk, messages=turn)
+
+
+@require_POST
+def conversation_share(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Share the conversation with a user, by username (they may view it, never drive it);
+    htmx swaps the "Shared with" panel, without it POST/redirect/GET."""
+    return _sharing(request, pk, share=True)
+
+
+@require_POST
+def conversation_unshare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Stop sharing the conversation with a user, as ``conversation_share`` shares it."""
+    return _sharing(request, pk, share=False)
+
+
+def _sharing(request: HtmxHttpRequest, pk: int, *, share: bool) -> HttpResponse:
+    conversation = _visible(request, pk)
+    if not access.may_share(request.user, conversation):
+        raise PermissionDenied("Only the conversation's owner can share it.")
+    typed = request.POST.get("username", "").strip()
+    refused = False
+    try:
+        viewer = services.viewer_named(typed, among=None if share else conversation)
+        name = viewer.get_username()
+        if share:
+            done = services.share_conversation(
+                conversation=conversation, viewer=viewer, via="inspector", by=request.user
+            )
+            said = (
+                f"Shared with {name}: they may view it, never drive it."
+                if done
+                else f"{name} can already view it."
+            )
+        else:
+            services.unshare_conversation(
+                conversation=conversation, viewer=viewer, via="inspector", by=request.user
+            )
+            said = f"{name} can no longer view it."
+    except services.SharingRefused as refusal:
+        said, refused = str(refusal), True
+    if not request.htmx:
+        (flash.warning if refused else flash.success)(request, said)
+        return redirect(f"{reverse('buffers:conversation', args=[pk])}#sharing")
+    context = {
+        "conversation": conversation,
+        "sharing": selectors.shared_with(conversation),
+        "said": said,
+        "refused": refused,
+        "typed": typed if refused and share else "",
+        "refocus": not share,  # the button pressed is gone: keep the keyboard in the panel
+    }
+    return render(request, "buffers/_sharing.html", context)
 
 
 @require_POST

@@ -98,10 +98,11 @@ class ApiBuffer:
             healed=tuple(healing.Healed(**h) for h in body["healed"]),
             replaced=tuple(healing.Replaced(**r) for r in body["replaced"]),
             dropped=tuple(
-                healing.Dropped(d["batch_index"], d["reason"], d["tool_call_id"])
+                healing.Dropped(d["batch_index"], d["reason"], d["tool_call_id"], d["answered_at"])
                 for d in body["dropped"]
             ),
             outcomes=tuple(healing.Outcome(**o) for o in body["outcomes"]),
+            orphans=tuple(healing.Orphan(**o) for o in body["orphans"]),
         )
         assert body["appended_any"] == report.appended_any
         return report

@@ -23,6 +23,12 @@ def assert_consistent(conversation: Conversation) -> None:
     index = healing.index_buffer(messages)
     assert conversation.unanswered_count == len(index.open_calls())
     assert conversation.healed_count == len(index.placeholders)
+    expected = healing.verdicts.tally(messages)  # the stored verdicts, as a fresh check says
+    assert (conversation.rejections, conversation.problem_counts, conversation.sendable) == (
+        dict(expected.rejections),
+        dict(expected.problems),
+        expected.sendable,
+    )
 
     rows = Message.objects.filter(conversation=conversation).in_buffer_order()
     assert [(r.answers_call_id, r.is_placeholder) for r in rows] == [

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.django_db
 CALLERS = ("anonymous", "owner", "viewer", "group member", "other user", "staff")
 
 # What each endpoint needs: "signed in" (any real user), "view" the conversation, "drive"
-# it (owner only), or "create" (any real user; the caller owns what it makes).
+# it (owner only), "share" it (owner only: say who else may view it), or "create" (any real
+# user; the caller owns what it makes).
 POLICY: dict[str, str] = {
     "inspector GET buffers:conversation_list": "signed in",
     "inspector GET buffers:upload": "signed in",
@@ -37,11 +38,14 @@ POLICY: dict[str, str] = {
     "inspector GET buffers:conversation": "view",
     "inspector GET buffers:export": "view",
     "inspector GET buffers:sendability": "view",
+    "inspector GET buffers:next_problem": "view",
     "inspector GET buffers:conversation_messages": "view",
     "inspector GET buffers:conversation_search": "view",
     "inspector POST buffers:conversation_append": "drive",
     "inspector GET buffers:conversation_history": "view",
     "inspector GET buffers:conversation_preview": "view",
+    "inspector POST buffers:conversation_share": "share",
+    "inspector POST buffers:conversation_unshare": "share",
     "api POST /api/conversations": "create",
     "api GET /api/conversations": "signed in",
     "api GET /api/conversations/{conversation_id}": "view",
@@ -61,7 +65,7 @@ def expected_status(need: str, caller: str, api: bool, method: str) -> int:
         return 401 if api else 302  # the API says so; the inspector sends you to sign in
     if need == "view":
         return 200 if caller in MAY_VIEW else 404
-    if need == "drive":
+    if need in ("drive", "share"):
         if caller == "owner":
             return 200 if api else 302  # the inspector's form posts, then redirects
         return 403 if caller in MAY_VIEW else 404
@@ -136,6 +140,8 @@ def inspector_request(client: Client, method: str, pattern: URLPattern, pk: int)
     if "<str:format>" in str(pattern.pattern):
         kwargs["format"] = "stored"
     url = reverse(f"buffers:{pattern.name}", kwargs=kwargs)
+    if pattern.name == "next_problem":
+        url += "?kind=unanswered_call"
     if method == "GET":  # as htmx asks, so that the preview answers rather than redirects
         return client.get(url, headers={"HX-Request": "true"})
     if pattern.name == "upload":

@@ -281,8 +281,8 @@ def test_the_heal_action_shows_the_plan_first_and_writes_nothing(
 
     assert response.status_code == 200
     assert (
-        "a placeholder for call <code>c2</code> at message 2, after the turn at message 1"
-        in response.text
+        "a placeholder for call c2 right after the turn at message 1 (numbered as the buffer "
+        "is now); once healed, it is message 2" in response.text
     )
     assert "No unanswered calls: nothing would change." in response.text
     assert [m.role for m in selectors.buffer_messages(crashed)] == ["user", "assistant", "tool"]

@@ -93,7 +93,8 @@ def test_conversations_are_listed_newest_first_with_their_counts(client: Client)
         "healed": 0,
     }
     assert set(first) == {"id", "title", "source", "created", "updated", "count", "unanswered",
-                          "healed", "match"}  # fmt: skip
+                          "healed", "sendable", "rejected_by", "rejections", "problems",
+                          "match"}  # fmt: skip
     assert first["match"] is None  # no search asked
 
 
@@ -149,20 +150,22 @@ def test_an_append_reports_what_the_rules_did_with_indexes_in_the_result(client:
         "count": 6,
         "appended": 1,
         "appended_any": True,
-        "healed": [{"index": 2, "tool_call_id": "c1", "declared_at": 1}],
+        "healed": [{"index": 2, "tool_call_id": "c1", "declared_at": 1, "declared_before": 1}],
         "replaced": [],
         "dropped": [
             {
                 "batch_index": 0,
                 "reason": "duplicate_result",
                 "tool_call_id": "c2",
-                "explanation": "a result for this tool call id is already in the buffer (MEM-1)",
+                "answered_at": 3,
+                "explanation": "this call is already answered at message 3 (MEM-1)",
             }
         ],
         "outcomes": [
             {"batch_index": 0, "action": "dropped", "index": None, "reason": "duplicate_result"},
             {"batch_index": 1, "action": "appended", "index": 5, "reason": None},
         ],
+        "orphans": [],
     }
 
 
@@ -178,6 +181,19 @@ def test_a_replacement_is_reported_at_its_index(client: Client) -> None:
 
     assert answer["replaced"] == [{"index": 1, "tool_call_id": "c1"}]
     assert (answer["count"], answer["appended"]) == (3, 0)
+
+
+def test_an_appended_result_no_call_declares_is_listed_as_an_orphan(client: Client) -> None:
+    conversation = store([user(), assistant("c1"), result("c1")])
+
+    answer = post(
+        client,
+        f"/api/conversations/{conversation.pk}/messages",
+        {"messages": [{"role": "tool", "tool_call_id": "c9", "content": "lost"}]},
+    ).json()
+
+    assert answer["orphans"] == [{"index": 3, "tool_call_id": "c9"}]
+    assert answer["appended"] == 1
 
 
 # Reading messages.

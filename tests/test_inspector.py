@@ -286,7 +286,15 @@ def test_the_preview_shows_the_healing_plan_and_writes_nothing(client: Client) -
 
     response = client.get(f"/c/{conversation.pk}/preview", headers=HX)
 
-    assert "Healed 1 call: c1 after message 1." in response.text
+    assert "A user turn now would" in response.text
+    assert (
+        "first heal 1 unanswered call with a placeholder: c1 right after message 1 "
+        "(numbered as the buffer is now);" in response.text
+    )
+    assert (
+        "then append the user turn at the end, as message 6, counted after healing "
+        "(the buffer holds 5 now)." in response.text
+    )
     conversation.refresh_from_db()
     assert conversation.message_count == 5
 

@@ -326,8 +326,8 @@ def test_a_preview_of_a_refused_buffer_says_so_instead_of_planning(owner: Any) -
 
     answer = signed_in(owner).get(f"/c/{conversation.pk}/preview", headers={"HX-Request": "true"})
 
-    assert "Nothing was read or written: the buffer&#x27;s scope refused" in answer.text
-    assert "Healed" not in answer.text
+    assert "write nothing: the buffer&#x27;s scope refuses it" in answer.text
+    assert "heal" not in answer.text.split("A user turn now would")[1]
 
 
 @pytest.mark.rule("MEM-7")

@@ -6,7 +6,7 @@ Every entry point (views, admin, API, commands) reaches these through
 
 from __future__ import annotations
 
-from . import formats, normalize, scopes, sendability
+from . import formats, normalize, scopes, sendability, verdicts
 from .analysis import (
     FINDING_LABELS,
     Analysis,
@@ -58,6 +58,7 @@ from .planner import (
     Dropped,
     Healed,
     Insert,
+    Orphan,
     Outcome,
     Replaced,
     Replacement,
@@ -87,6 +88,7 @@ __all__ = [
     "InvalidInput",
     "Message",
     "OpenCall",
+    "Orphan",
     "Outcome",
     "Problem",
     "Replaced",
@@ -123,4 +125,5 @@ __all__ = [
     "scopes",
     "sendability",
     "usable_id",
+    "verdicts",
 ]

@@ -46,6 +46,9 @@ class Healed:
     tool_call_id: str
     declared_at: int
     """The index of the turn whose call the placeholder answers (it sits right after it)."""
+    declared_before: int | None = None
+    """Where that turn is in the buffer as it was before this write: what a preview, which
+    writes nothing, numbers by. None when the turn came in the same batch."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,28 @@ class Dropped:
     batch_index: int
     reason: DropReason
     tool_call_id: str | None
+    answered_at: int | None = None
+    """For a dropped result: the index of the row that already answers its call."""
 
     @property
     def explanation(self) -> str:
-        return DROP_REASONS[self.reason]
+        if self.answered_at is None:
+            return DROP_REASONS[self.reason]
+        if self.reason == "healed_duplicate":
+            return (
+                "a message marked healed never replaces or repeats a result, and this call "
+                f"is already answered at message {self.answered_at} (MEM-10)"
+            )
+        return f"this call is already answered at message {self.answered_at} (MEM-1)"
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """An appended tool result that no call before it declares: providers that pair
+    results with calls by id refuse such a history (``sendability.PAIRS_BY_ID``)."""
+
+    index: int
+    tool_call_id: str
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,7 @@ class AppendReport:
     refusal: str = ""
     """Why the buffer's scope refused the write (MEM-6, 7, 13); then nothing was read or
     written, and the report is the neutral one: an empty buffer, ``count`` 0."""
+    orphans: tuple[Orphan, ...] = ()
 
     @property
     def appended_any(self) -> bool:
@@ -196,7 +218,8 @@ class _Planner:
         self.replaced_stored: dict[int, Message] = {}
         self.healed: list[tuple[_Row, str, _Row | int]] = []
         self.replaced: list[tuple[_Row | int, str]] = []
-        self.dropped: list[Dropped] = []
+        self.dropped: list[tuple[int, DropReason, str | None, _Holder | None]] = []
+        self.orphans: list[tuple[_Row, str]] = []
         self.outcomes: list[tuple[int, Action, _Row | int | None, DropReason | None]] = []
 
     # What is known, stored or planned.
@@ -243,6 +266,8 @@ class _Planner:
         holder = self.holder(call_id)
         if holder is None:
             row = self.append(message, index)
+            if not self.is_declared(call_id):
+                self.orphans.append((row, call_id))
             self.answer(call_id, row)
             self.outcomes.append((index, "appended", row, None))
             return
@@ -250,9 +275,9 @@ class _Planner:
             holder.placeholder if isinstance(holder, ResultSlot) else is_placeholder(holder.message)
         )
         if is_placeholder(message):
-            self.drop(index, "healed_duplicate", call_id)
+            self.drop(index, "healed_duplicate", call_id, holder)
         elif not holder_is_placeholder:
-            self.drop(index, "duplicate_result", call_id)
+            self.drop(index, "duplicate_result", call_id, holder)
         elif isinstance(holder, ResultSlot):
             self.replaced_stored[holder.position] = message
             self.held[call_id] = ResultSlot(holder.position, placeholder=False)
@@ -277,8 +302,10 @@ class _Planner:
                 self.open_new[cid] = (row, ordinal)
         self.outcomes.append((index, "appended", row, None))
 
-    def drop(self, index: int, reason: DropReason, call_id: str | None) -> None:
-        self.dropped.append(Dropped(index, reason, call_id))
+    def drop(
+        self, index: int, reason: DropReason, call_id: str | None, holder: _Holder | None = None
+    ) -> None:
+        self.dropped.append((index, reason, call_id, holder))
         self.outcomes.append((index, "dropped", None, reason))
 
     def heal(self) -> None:
@@ -328,6 +355,11 @@ class _Planner:
         def where(target: _Row | int) -> int:
             return target.position if isinstance(target, _Row) else _shifted(gaps, target)
 
+        def answering(holder: _Holder | None) -> int | None:
+            if holder is None:
+                return None
+            return where(holder if isinstance(holder, _Row) else holder.position)
+
         replacements = tuple(
             Replacement(original, where(original), message)
             for original, message in sorted(self.replaced_stored.items())
@@ -343,14 +375,24 @@ class _Planner:
             count=self.length + len(rows),
             appended=sum(1 for r in rows if r.batch_index is not None),
             healed=tuple(
-                Healed(row.position, cid, where(owner)) for row, cid, owner in self.healed
+                Healed(
+                    row.position,
+                    cid,
+                    where(owner),
+                    declared_before=owner if isinstance(owner, int) else None,
+                )
+                for row, cid, owner in self.healed
             ),
             replaced=tuple(Replaced(where(target), cid) for target, cid in self.replaced),
-            dropped=tuple(self.dropped),
+            dropped=tuple(
+                Dropped(index, reason, cid, answering(holder))
+                for index, reason, cid, holder in self.dropped
+            ),
             outcomes=tuple(
                 Outcome(i, action, None if target is None else where(target), reason)
                 for i, action, target, reason in self.outcomes
             ),
+            orphans=tuple(Orphan(row.position, cid) for row, cid in self.orphans),
         )
         return AppendPlan(
             length_before=self.length,

@@ -49,6 +49,11 @@ PROVIDER_NAMES: dict[str, str] = {
     "gemini": "Gemini",
 }
 
+PAIRS_BY_ID: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic")
+"""The providers that pair a result with its call by id: they refuse a tool result that no
+call before it declares (an orphan), wherever it stands. Gemini pairs by position: it
+refuses one unless a call turn right before it still awaits a response."""
+
 RejectionReason = Literal[
     "unanswered_call",
     "call_without_id",
@@ -101,7 +106,7 @@ def check(messages: Sequence[Message], provider: str) -> Verdict:
     if provider == "openai-responses":
         found = _results_after_calls(enumerate(messages))
     else:
-        sent = ((i, m) for i, m in enumerate(messages) if not _left_out(m))
+        sent = ((i, m) for i, m in enumerate(messages) if not left_out(m))
         if provider == "openai-chat":
             found = _adjacent_results(sent, lift_system=False, results_first=False)
         elif provider == "anthropic":
@@ -118,7 +123,7 @@ def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
     return {provider: check(messages, provider) for provider in PROVIDERS}
 
 
-def _left_out(message: Message) -> bool:
+def left_out(message: Message) -> bool:
     """A kept Responses item with no call, which only the Responses exporter writes."""
     return isinstance(message.metadata.get("responses_item"), dict) and not declared_calls(message)
 

@@ -15,6 +15,8 @@ The package, by concern (callers use the names re-exported here):
 - ``imports``: storing transcripts verbatim (``ConversationIn``,
   ``import_conversations``): checks, then bulk inserts.
 - ``ownership``: ``give_ownerless``.
+- ``sharing``: ``share_conversation`` and ``unshare_conversation`` (who else may view),
+  ``viewer_named``, ``SharingRefused``.
 - ``ingest``: live traces (``ingest_model_calls``): each model call's new messages stored
   verbatim in its conversation, recognized by digests, never by reading the buffer.
 - ``locking``: ``with_buffer_lock``, bounded transactions and ``BufferBusy``,
@@ -34,6 +36,7 @@ from .locking import BufferBusy, ConversationNotFound, with_buffer_lock
 from .ownership import give_ownerless
 from .repair import delete_message, edit_message, heal_conversation, preview_append, preview_heal
 from .scopes import resolve_scope
+from .sharing import SharingRefused, share_conversation, unshare_conversation, viewer_named
 
 __all__ = [
     "MAX_BATCH",
@@ -42,6 +45,7 @@ __all__ = [
     "ConversationIn",
     "ConversationNotFound",
     "Ingested",
+    "SharingRefused",
     "Writer",
     "append_messages",
     "delete_message",
@@ -53,5 +57,8 @@ __all__ = [
     "preview_append",
     "preview_heal",
     "resolve_scope",
+    "share_conversation",
+    "unshare_conversation",
+    "viewer_named",
     "with_buffer_lock",
 ]

@@ -17,6 +17,7 @@ from .journal import Actor, Writer
 from .layout import _INSERT_BATCH, _make_room, _place_tail, _resize_blocks, _Stored
 from .locking import _get, _StaleBuffer, with_buffer_lock
 from .scopes import _changed_since_checked, _refused
+from .verdicts import tally_after, tally_fields
 
 MAX_BATCH = 10_000
 """The most messages one append may carry."""
@@ -143,6 +144,7 @@ def _apply(
     along."""
     if not plan.inserts and not plan.replacements:
         return
+    tally = tally_after(conversation, plan)  # reads the rows around the change, as they are
     # First, and only if no other append wrote since the facts were read (MEM-12).
     changed = Conversation.objects.filter(pk=conversation.pk, version=conversation.version).update(
         version=F("version") + 1,
@@ -150,6 +152,7 @@ def _apply(
         unanswered_count=F("unanswered_count") + plan.unanswered_delta,
         healed_count=F("healed_count") + plan.placeholders_delta,
         updated_at=timezone.now(),
+        **tally_fields(tally),
     )
     if not changed:
         raise _StaleBuffer

@@ -19,6 +19,7 @@ from buffers.models import Action, Block, Conversation, DeclaredCall, Message, S
 from .journal import Actor, Writer
 from .layout import _INSERT_BATCH
 from .locking import _in_bounded_transaction
+from .verdicts import store_tally
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ def _write_verbatim(
 
     pk_at = ids
     _index_calls(conversation, index, pk_at, len(messages))
+    store_tally(conversation, messages)
     conversation.refresh_from_db()
 
 

@@ -17,6 +17,7 @@ from .imports import _index_calls
 from .journal import Actor, Writer
 from .locking import _get, with_buffer_lock
 from .scopes import _changed_since_checked, _refused
+from .verdicts import store_tally
 
 
 def heal_conversation(
@@ -180,6 +181,7 @@ def _reindex(conversation: Conversation) -> None:
     ]
     DeclaredCall.objects.filter(conversation=conversation).delete()
     _index_calls(conversation, healing.index_buffer(messages), [pk for pk, *_ in rows], len(rows))
+    store_tally(conversation, messages)
     Conversation.objects.filter(pk=conversation.pk).update(
         version=F("version") + 1, updated_at=timezone.now()
     )

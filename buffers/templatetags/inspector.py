@@ -5,7 +5,7 @@ import uuid
 
 from django import template
 
-from buffers.healing import formats
+from buffers.healing import formats, sendability, verdicts
 from buffers.presenters import Window
 
 register = template.Library()
@@ -20,6 +20,25 @@ def message_href(window: Window, index: int | None) -> str:
     if index in window:
         return f"#m-{index}"
     return f"?at={index}#m-{index}"
+
+
+@register.filter
+def provider_name(provider: str) -> str:
+    """A provider by name: "OpenAI Responses"."""
+    return sendability.PROVIDER_NAMES[provider]
+
+
+@register.filter
+def provider_names(providers: list[str]) -> str:
+    """Providers by name: "Anthropic, Gemini"."""
+    return ", ".join(sendability.PROVIDER_NAMES[p] for p in providers)
+
+
+@register.filter
+def problem_label(kind: str, count: int = 1) -> str:
+    """A kind of problem in words, plural for a count other than 1: "2 orphan results"."""
+    singular, plural = verdicts.PROBLEM_LABELS[kind], verdicts.PROBLEM_PLURALS[kind]
+    return singular if count == 1 else plural
 
 
 @register.filter

@@ -241,6 +241,35 @@
     openMessage(target.index);
   });
 
+  // The summary's "next" link of a kind of problem: the server finds the next message with
+  // one after the reader's place (round the end), and it opens here like any message.
+  document.addEventListener("click", function (event) {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey ||
+        event.shiftKey || event.altKey || !messagesBox() || !window.fetch) return;
+    var link = event.target.closest ? event.target.closest("a.next-of-kind") : null;
+    if (!link || pending) return;
+    event.preventDefault();
+    var here = currentMessage();
+    var first = firstOnScreen(loadedMessages());
+    // The reader's place: the message at hand, else the last one moved to (the link took
+    // the focus), else just before the first on screen.
+    var from = here ? indexOf(here) : lastIndex !== null ? lastIndex : first ? indexOf(first) - 1 : -1;
+    var url = new URL(link.href, window.location.href);
+    url.searchParams.set("from", String(from));
+    fetch(url.href, {headers: {Accept: "application/json"}, credentials: "same-origin"})
+      .then(function (response) {
+        if (!response.ok) throw new Error(String(response.status));
+        return response.json();
+      })
+      .then(function (found) {
+        if (found.index === null) say("This conversation has no such problem now.");
+        else openMessage(found.index);
+      })
+      .catch(function () {
+        window.location.assign(link.href); // the page opened there, without the script
+      });
+  });
+
   // The page's address names a message (#m-50000 in a long buffer, a link from elsewhere,
   // the address bar): show it, highlighted, opening the window there if it is not loaded.
   function openLinkedMessage(event) {

@@ -109,11 +109,35 @@
     return article;
   }
 
+  // Where the reader should look: the first marked word that shows (a message holds its
+  // text twice, rendered and as text), else the message. In a long message, its top
+  // may be screens above the word.
+  function placeOf(article) {
+    var words = article.querySelectorAll("mark.search-word");
+    for (var i = 0; i < words.length; i++) {
+      if (words[i].getClientRects().length) return words[i];
+    }
+    return article;
+  }
+
+  function inView(element) {
+    var box = element.getBoundingClientRect();
+    return box.top >= 0 && box.bottom <= window.innerHeight;
+  }
+
   document.body.addEventListener("htmx:afterSettle", function (event) {
     var used = event.detail.requestConfig && event.detail.requestConfig.elt;
     if (!used || used.id !== "conversation-search") return;
     var article = markHit();
-    if (article) article.scrollIntoView({block: "center"});
+    if (article) placeOf(article).scrollIntoView({block: "center"});
+  });
+
+  // Arriving at a hit (a snippet's link): the browser has scrolled to the message's top;
+  // when the word is further down, to the word.
+  window.addEventListener("load", function () {
+    var article = document.querySelector(".message.search-hit");
+    var place = article && placeOf(article);
+    if (place && place !== article && !inView(place)) place.scrollIntoView({block: "center"});
   });
 
   // Nothing found: only the count changed (no swap settles), and no hit stays highlighted.

@@ -79,7 +79,8 @@ def test_an_operator_heals_a_crashed_conversation_from_the_changelist(
     expect(page.get_by_role("heading", name="Heal unanswered calls?")).to_be_visible()
     expect(page.get_by_role("heading", name="crashed run (3 messages)")).to_be_visible()
     expect(page.locator("#content li")).to_have_text(
-        "a placeholder for call c2 at message 2, after the turn at message 1"
+        "a placeholder for call c2 right after the turn at message 1 (numbered as the buffer "
+        "is now); once healed, it is message 2"
     )
     expect(page.locator("#content")).to_contain_text("Nothing has been written yet.")
     assert Message.objects.filter(conversation=crashed).count() == 3

@@ -46,7 +46,15 @@ def test_the_list_shows_the_stored_conversations_newest_first(
     )
     crashed_row = page.get_by_role("row").filter(has_text="crashed run")
     expect(crashed_row.locator("td")).to_have_text(
-        ["crashed run", "agent.jsonl", "2", "2 unanswered", "0", re.compile(r"\d{4}-\d\d-\d\d")]
+        [
+            "crashed run",
+            "agent.jsonl",
+            "2",
+            "2 unanswered",
+            "0",
+            "refused by OpenAI, OpenAI Responses, Anthropic, Gemini",
+            re.compile(r"\d{4}-\d\d-\d\d"),
+        ]
     )
     expect(page.get_by_role("row").filter(has_text="healed run")).to_contain_text("1 healed")
 

@@ -1,0 +1,150 @@
+"""What a buffer's summary says, and how a write changes it without reading the buffer.
+
+A ``Tally`` holds each provider's number of rejections (``sendability``: accepted when it
+is 0) and the number of each kind of problem: every kind of ``analysis`` finding, and
+``empty_turn`` (a message some provider refuses as an empty turn). ``tally`` computes it
+over a whole buffer; the rest of this module computes what one write changes, from the
+little the write touches (docs/decisions.md, "Stored verdicts"):
+
+- Rejections of OpenAI Chat, Anthropic and Gemini, and empty turns, depend on a message's
+  turn (a user or assistant message, its "head", and what follows up to the next head) and
+  the turn before it. A change inside one turn can change what is said of that turn and
+  of the next one, nothing else. So ``region_counts`` checks a window that starts one head
+  earlier and ends one message after the second head following the change, and counts
+  only the rejections at indexes of the changed turns: once on the window as it was, once
+  as it is, the difference is the change.
+- OpenAI Responses pairs calls and outputs by id over the whole buffer, so its rejections
+  for an id depend only on where the id's owner (first declaration) and its results are:
+  ``responses_by_id``. Calls and results without a usable id count per message.
+- The analysis's findings on a message depend on the message and its ids' facts (who owns
+  the id, where its first result is, where the owner's run of results ends).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from . import sendability
+from .analysis import FINDING_LABELS, analyze
+from .ids import declared_calls, result_call_id
+from .messages import Message
+
+PROBLEM_LABELS: dict[str, str] = {**FINDING_LABELS, "empty_turn": "empty turn"}
+"""Every kind of problem a tally counts, in the order the summary lists them."""
+PROBLEM_PLURALS: dict[str, str] = {
+    "unanswered_call": "unanswered calls",
+    "healed_placeholder": "healed placeholders",
+    "orphan_result": "orphan results",
+    "duplicate_result": "duplicate results",
+    "redeclared_id": "re-declared ids",
+    "non_adjacent_result": "results not adjacent to their calls",
+    "unusable_id": "unusable ids",
+    "empty_turn": "empty turns",
+}
+
+WINDOWED = ("openai-chat", "anthropic", "gemini")
+"""The providers whose rejections a window around a change decides."""
+EMPTY_TURN_PROVIDERS = ("anthropic", "gemini")
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Rejections per provider (every provider, 0 when it accepts) and problems per kind
+    (only the kinds present)."""
+
+    rejections: Mapping[str, int] = field(
+        default_factory=lambda: dict.fromkeys(sendability.PROVIDERS, 0)
+    )
+    problems: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def sendable(self) -> bool:
+        return not any(self.rejections.values())
+
+    @property
+    def rejected_by(self) -> list[str]:
+        return [p for p in sendability.PROVIDERS if self.rejections.get(p, 0)]
+
+    def plus(self, delta: Mapping[str, int], problems: Mapping[str, int]) -> Tally:
+        """This tally changed by ``delta`` rejections per provider and ``problems`` per kind."""
+        rejections = {p: self.rejections.get(p, 0) + delta.get(p, 0) for p in sendability.PROVIDERS}
+        counts = Counter(self.problems)
+        counts.update(problems)
+        if any(n < 0 for n in (*rejections.values(), *counts.values())):
+            raise ValueError(f"a tally cannot go below zero: {rejections}, {dict(counts)}")
+        return Tally(rejections, _ordered(counts))
+
+    @classmethod
+    def from_stored(cls, rejections: Mapping[str, int], problems: Mapping[str, int]) -> Tally:
+        return cls(
+            {p: int(rejections.get(p, 0)) for p in sendability.PROVIDERS},
+            _ordered(Counter({k: int(n) for k, n in problems.items()})),
+        )
+
+
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    return {kind: counts[kind] for kind in PROBLEM_LABELS if counts[kind] > 0}
+
+
+def tally(messages: Sequence[Message]) -> Tally:
+    """The tally of a whole buffer."""
+    verdicts = sendability.check_all(messages)
+    problems: Counter[str] = Counter(finding.kind for finding in analyze(messages).findings)
+    problems["empty_turn"] = len(_empty_turns(verdicts[p] for p in EMPTY_TURN_PROVIDERS))
+    return Tally(
+        {p: len(verdict.rejections) for p, verdict in verdicts.items()},
+        _ordered(problems),
+    )
+
+
+def _empty_turns(verdicts: Iterable[sendability.Verdict]) -> set[int]:
+    return {r.index for v in verdicts for r in v.rejections if r.reason == "empty_turn"}
+
+
+def is_head(message: Message) -> bool:
+    """A message that starts a turn for every provider: a user or assistant message that is
+    sent (not a kept Responses item only the Responses exporter writes)."""
+    return message.role in ("user", "assistant") and not sendability.left_out(message)
+
+
+def region_counts(
+    window: Sequence[Message], start: int, ranges: Sequence[tuple[int, int]]
+) -> Counter[str]:
+    """The rejections of OpenAI Chat, Anthropic and Gemini, and the empty turns, at the
+    indexes of ``ranges`` (each ``[first, end)``), checking only ``window`` (messages
+    ``start ..`` of a buffer). Exact when the window starts at a head (or the buffer's
+    start) before the head that starts each range, and runs one message past the head
+    that ends it (or to the buffer's end)."""
+
+    def counted(index: int) -> bool:
+        return any(first <= index < end for first, end in ranges)
+
+    counts: Counter[str] = Counter()
+    empty: list[sendability.Verdict] = []
+    for provider in WINDOWED:
+        verdict = sendability.check(window, provider)
+        counts[provider] = sum(1 for r in verdict.rejections if counted(r.index + start))
+        if provider in EMPTY_TURN_PROVIDERS:
+            empty.append(verdict)
+    counts["empty_turn"] = sum(1 for index in _empty_turns(empty) if counted(index + start))
+    return counts
+
+
+def responses_by_id(owner: float | None, results: Iterable[float]) -> int:
+    """OpenAI Responses' rejections for one id: each result with no declaration before it,
+    and the declared call when no result comes after it. Positions need only be in order."""
+    results = list(results)
+    unexpected = sum(1 for at in results if owner is None or at < owner)
+    unanswered = owner is not None and not any(at > owner for at in results)
+    return unexpected + int(unanswered)
+
+
+def responses_without_id(messages: Iterable[Message]) -> int:
+    """OpenAI Responses' rejections of calls and results that have no usable id."""
+    return sum(
+        sum(1 for _, cid in declared_calls(m) if cid is None)
+        + int(m.role == "tool" and result_call_id(m) is None)
+        for m in messages
+    )

@@ -1,0 +1,792 @@
+"""Full-text search (issue 15, item 1): which words find which messages, what of a message
+is text, the index kept by every write, snippets that stay escaped, searches that never
+show what the caller may not see, and a fixed number of SQL queries. Run on SQLite (FTS5)
+and PostgreSQL (tsvector and GIN): both must answer alike."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from buffers import search, services
+from buffers.models import Conversation, Message
+from tests.buffers import assistant, placeholder, result, signed_in, store, user
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HX-Request": "true"}
+
+
+def hits(conversation: Conversation, query: str) -> list[int]:
+    """The indexes of the conversation's messages that the query finds, in buffer order."""
+    return search.hit_indexes(conversation, search.terms(query))
+
+
+def found(query: str) -> set[str]:
+    """The titles of the conversations that the query finds (title, source or a message)."""
+    matching = Conversation.objects.filter(search.matching_conversations(search.terms(query)))
+    return set(matching.values_list("title", flat=True))
+
+
+def index_rows() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM buffers_messagesearch")
+        count: int = cursor.fetchone()[0]
+    return count
+
+
+def api_search(client: Client, conversation: Conversation, **query: Any) -> dict[str, Any]:
+    answer = client.get(f"/api/conversations/{conversation.pk}/search", query)
+    assert answer.status_code == 200, answer.content
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def api_list(client: Client, query: str) -> dict[str, dict[str, Any] | None]:
+    """Each conversation the API's list finds, by title, with its match."""
+    answer = client.get("/api/conversations", {"q": query})
+    assert answer.status_code == 200, answer.content
+    return {c["title"]: c["match"] for c in answer.json()["conversations"]}
+
+
+def listed(client: Client, query: str) -> list[str]:
+    """The titles the list page shows for a search."""
+    html = client.get("/", {"q": query}).text
+    return re.findall(r'<td><a href="/c/\d+/">([^<]+)</a>', html)
+
+
+def tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "metadata": {"tool_calls": [{"id": call_id, "name": name, "args": arguments}]},
+    }
+
+
+# Which words find which messages.
+
+
+def test_a_word_of_two_letters_or_more_finds_the_words_it_begins_and_no_other() -> None:
+    conversation = store(
+        [
+            user("the weather in Paris"),
+            user("we were there"),
+            user("a weathervane"),
+            user("feather"),
+        ]
+    )
+
+    assert hits(conversation, "weath") == [0, 2]
+    assert hits(conversation, "we") == [0, 1, 2]
+    assert hits(conversation, "weathervane") == [2]
+    assert hits(conversation, "eather") == []  # not inside a word
+    assert hits(conversation, "weathervanes") == []
+
+
+def test_a_word_of_one_letter_finds_only_itself() -> None:
+    conversation = store([user("plan b"), user("bravo"), user("a b c")])
+
+    assert hits(conversation, "b") == [0, 2]
+
+
+def test_every_word_of_a_query_must_be_in_the_message_in_any_order() -> None:
+    conversation = store([user("the weather in Paris"), user("Paris in spring"), user("weather")])
+
+    assert hits(conversation, "paris weather") == [0]
+    assert hits(conversation, "weather paris london") == []
+
+
+def test_case_does_not_matter() -> None:
+    conversation = store([user("The Weather Report"), user("WEATHERMAN on air")])
+
+    assert hits(conversation, "WEATHER") == [0, 1]
+    assert hits(conversation, "weatherman") == [1]
+    assert hits(conversation, "rEpOrT") == [0]
+
+
+def test_punctuation_and_underscores_only_separate_words() -> None:
+    conversation = store(
+        [
+            user("/usr/bin/python3 failed: exit-code=2"),
+            user("read_file(path='notes.md')"),
+            user("e-mail me at ada@example.org"),
+        ]
+    )
+
+    assert hits(conversation, "python3") == [0]
+    assert hits(conversation, "bin") == [0]
+    assert hits(conversation, "usr/bin/python3") == [0]
+    assert hits(conversation, "exit code") == [0]
+    assert hits(conversation, "read_file") == [1]
+    assert hits(conversation, "file") == [1]
+    assert hits(conversation, "notes.md") == [1]
+    assert hits(conversation, "example.org") == [2]
+    assert hits(conversation, "email") == []  # "e-mail" is two words
+
+
+def test_words_in_any_script_are_found_by_their_own_letters() -> None:
+    conversation = store(
+        [
+            user("Die Größe der Datei"),
+            user("Привет, мир"),
+            user("東京タワー にいます"),
+            user("un café crème"),
+            user("straße 42b"),
+        ]
+    )
+
+    assert hits(conversation, "GRÖ") == [0]
+    assert hits(conversation, "größe") == [0]
+    assert hits(conversation, "ПРИВЕТ") == [1]
+    assert hits(conversation, "мир") == [1]
+    assert hits(conversation, "東京") == [2]
+    assert hits(conversation, "café") == [3]
+    assert hits(conversation, "crè") == [3]
+    assert hits(conversation, "42b") == [4]
+    assert hits(conversation, "stra") == [4]
+
+
+def test_words_that_are_operators_in_a_query_language_are_only_words() -> None:
+    conversation = store([user("this AND that"), user("NOT near OR far"), user("plain")])
+
+    assert hits(conversation, "and") == [0]
+    assert hits(conversation, "NOT NEAR") == [1]
+    assert hits(conversation, "or") == [1]
+    assert hits(conversation, "this AND that") == [0]
+    assert hits(conversation, "plain OR this") == []  # OR is a word that must be there too
+
+
+def test_control_characters_in_a_query_only_separate_words(client: Client) -> None:
+    conversation = store([user("the weather report")], title="forecast")
+
+    for query in ("\x1bweather\x07", "weather\r\n\treport", "\x7fweath\x1b"):
+        assert hits(conversation, query) == [0], repr(query)
+        assert api_search(client, conversation, q=query)["count"] == 1, repr(query)
+        assert list(api_list(client, query)) == ["forecast"], repr(query)
+        assert listed(client, query) == ["forecast"], repr(query)
+        answer = client.get(f"/c/{conversation.pk}/search", {"q": query}, headers=HX)
+        assert answer.status_code == 200
+        assert "1 of 1" in answer.text
+
+
+@pytest.mark.parametrize("query", ["***", '"', "'", "-+.,;:()^*~!?", "“”", "_", "\x1b*\x07"])
+def test_a_query_of_only_punctuation_finds_nothing_and_errs_nothing(
+    client: Client, query: str
+) -> None:
+    conversation = store([user('the *** weather: "quoted" (it\'s -+.,;:()^*~!?) “” _')])
+
+    assert hits(conversation, query) == []
+    assert found(query) == set()
+    assert api_search(client, conversation, q=query) == {
+        "count": 0,
+        "offset": 0,
+        "limit": 100,
+        "hits": [],
+    }
+    assert api_list(client, query) == {}
+    assert listed(client, query) == []
+    answer = client.get(f"/c/{conversation.pk}/search", {"q": query}, headers=HX)
+    assert answer.status_code == 200
+    assert answer["HX-Reswap"] == "none"
+
+
+def test_a_query_reads_its_first_200_characters_and_8_words() -> None:
+    conversation = store([user("one two three four five six seven eight nine")])
+
+    assert search.terms("x" * 199 + " weather") == ["x" * 199]
+    assert search.terms("one two three four five six seven eight nine ten") == [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+    ]
+    assert hits(conversation, "one two three four five six seven eight zzz") == [0]
+
+
+# What of a message is text.
+
+
+def test_the_text_of_a_message_is_its_content_its_text_parts_and_its_tool_calls() -> None:
+    conversation = store(
+        [
+            user("a plain string"),
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look at this pelican"},
+                    {"type": "image_url", "image_url": {"url": "https://example.com/heron.png"}},
+                ],
+                "metadata": {},
+            },
+            tool_call("call_zebra", "get_forecast", {"city": "Oslo"}),
+            {
+                "role": "assistant",
+                "content": None,
+                "metadata": {
+                    "tool_calls": [
+                        {
+                            "id": "call_yak",
+                            "type": "function",
+                            "function": {
+                                "name": "lookup_stock",
+                                "arguments": '{"ticker": "ACME"}',
+                            },
+                        }
+                    ]
+                },
+            },
+            result("call_zebra", "sunny in Oslo"),
+            {
+                "role": "tool",
+                "content": [{"type": "text", "text": "rainfall 3 mm"}],
+                "metadata": {"tool_call_id": "call_yak"},
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_walrus",
+                        "content": [{"type": "text", "text": "quarterly numbers"}],
+                    }
+                ],
+                "metadata": {},
+            },
+        ]
+    )
+
+    assert hits(conversation, "plain string") == [0]
+    assert hits(conversation, "pelican") == [1]
+    assert hits(conversation, "get_forecast") == [2]
+    assert hits(conversation, "oslo") == [2, 4]
+    assert hits(conversation, "lookup stock") == [3]
+    assert hits(conversation, "acme") == [3]
+    assert hits(conversation, "rainfall") == [5]
+    assert hits(conversation, "quarterly") == [6]
+
+
+def test_ids_types_images_signatures_and_metadata_are_not_text() -> None:
+    conversation = store(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "https://example.com/heron.png"}},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/jpeg", "data": "R0lGOD"},
+                    },
+                    {"type": "text", "text": "see above"},
+                ],
+                "metadata": {"model": "gpt-zeta", "trace": "otter"},
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "pondering", "signature": "sigvalue"},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_walrus",
+                        "name": "get_time",
+                        "input": {},
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                ],
+                "metadata": {"tool_calls": [{"id": "call_zebra", "name": "get_date"}]},
+            },
+            result("call_zebra", "today"),
+        ]
+    )
+
+    assert hits(conversation, "pondering") == [1]
+    assert hits(conversation, "get_date") == [1]
+    for not_text in (
+        "heron",
+        "example",
+        "image",
+        "ivborw0k",
+        "base64",
+        "jpeg",
+        "r0lgod",
+        "gpt zeta",
+        "otter",
+        "sigvalue",
+        "toolu_walrus",
+        "zebra",
+        "ephemeral",
+        "thinking",
+        "tool_use",
+        "text",
+        "function",
+    ):
+        assert hits(conversation, not_text) == [], not_text
+
+
+# The index follows every write.
+
+
+def test_an_import_is_searchable_at_once() -> None:
+    conversation = store([user("first"), user("the zeppelin lands")], title="airships")
+
+    assert hits(conversation, "zeppelin") == [1]
+    assert found("zeppelin") == {"airships"}
+
+
+def test_messages_appended_through_the_api_are_searchable(client: Client) -> None:
+    conversation = store([user("go")])
+
+    answer = client.post(
+        f"/api/conversations/{conversation.pk}/messages",
+        {"messages": [user("a brand new kumquat")]},
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 200, answer.content
+    assert api_search(client, conversation, q="kumquat")["hits"] == [
+        {"index": 1, "role": "user", "snippet": "a brand new kumquat"}
+    ]
+
+
+def test_placeholders_a_heal_inserts_are_searchable_and_later_messages_move_with_them() -> None:
+    conversation = store([user("go"), assistant("c1"), user("after the crash")])
+
+    services.heal_conversation(conversation_id=conversation.pk, via="tests")
+
+    assert hits(conversation, "interrupted") == [2]
+    assert hits(conversation, "crash") == [3]
+
+
+def test_a_placeholder_replaced_by_a_late_result_is_searched_by_the_result(
+    client: Client,
+) -> None:
+    conversation = store([user("go"), assistant("c1"), placeholder("c1"), user("more")])
+    assert hits(conversation, "interrupted") == [2]
+
+    answer = client.post(
+        f"/api/conversations/{conversation.pk}/messages",
+        {"messages": [result("c1", "the late marmalade")]},
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["replaced"], "the result replaced the placeholder"
+    assert hits(conversation, "interrupted") == []
+    assert hits(conversation, "marmalade") == [2]
+
+
+def test_an_admin_edit_is_searched_by_its_new_text_only(admin_client: Client) -> None:
+    conversation = store([user("go"), user("the old wording")])
+    message = Message.objects.get(conversation=conversation, content="the old wording")
+
+    answer = admin_client.post(
+        f"/admin/buffers/message/{message.pk}/change/",
+        {"role": "user", "content": '"the fresh phrasing"', "metadata": "{}", "reason": "typo"},
+    )
+
+    assert answer.status_code == 302, answer.content
+    assert hits(conversation, "old wording") == []
+    assert hits(conversation, "fresh phrasing") == [1]
+
+
+def test_an_admin_delete_takes_the_message_out_of_the_index(admin_client: Client) -> None:
+    conversation = store([user("the doomed line"), user("the surviving line")])
+    message = Message.objects.get(conversation=conversation, content="the doomed line")
+    before = index_rows()
+
+    answer = admin_client.post(f"/admin/buffers/message/{message.pk}/delete/", {"post": "yes"})
+
+    assert answer.status_code == 302
+    assert hits(conversation, "doomed") == []
+    assert hits(conversation, "surviving") == [0]
+    assert index_rows() == before - 1
+
+
+def test_a_deleted_conversation_leaves_nothing_in_the_index() -> None:
+    kept = store([user("a shared word")], title="kept")
+    gone = store([user("a shared word"), user("another line")], title="gone")
+    assert index_rows() == 3
+
+    gone.delete()
+
+    assert found("shared") == {"kept"}
+    assert found("gone") == set()
+    assert index_rows() == 1
+    assert hits(kept, "shared") == [0]
+
+
+def test_a_renamed_conversation_is_found_by_its_new_title_only() -> None:
+    conversation = store([user("hello")], title="draft name", source="notes.jsonl")
+
+    conversation.title = "final report"
+    conversation.save()
+
+    assert found("draft") == set()
+    assert found("final report") == {"final report"}
+    assert found("notes jsonl") == {"final report"}
+    assert found("final notes") == {"final report"}  # title and source together
+
+
+def test_titles_and_sources_are_read_as_words_as_messages_are() -> None:
+    store([user("hello")], title="Über den GRÖSSENWAHN", source="東京_export-v2.jsonl")
+
+    assert found("über grössen") == {"Über den GRÖSSENWAHN"}
+    assert found("ÜBER") == {"Über den GRÖSSENWAHN"}
+    assert found("東京 export v2") == {"Über den GRÖSSENWAHN"}
+    assert found("xport") == set()
+
+
+def test_a_long_message_is_searchable_far_into_its_text() -> None:
+    conversation = store([user("word " * 30_000 + "needle " + "word " * 10_000)])
+
+    assert hits(conversation, "needle") == [0]
+
+
+# Snippets.
+
+
+def test_a_snippet_shows_the_text_around_the_first_match_with_each_match_marked() -> None:
+    text = "filler " * 200 + "the needle is here, needles everywhere " + "tail " * 200
+
+    found_at = search.snippet(text, ["needle"])
+
+    assert found_at.text.startswith("…filler filler ")  # from a word, with some before
+    assert found_at.text.endswith(" tail…")
+    assert "the needle is here, needles everywhere" in found_at.text
+    assert len(found_at.text) <= search.SNIPPET_CHARS + 45
+    assert "<mark>needle</mark> is here, <mark>needles</mark>" in found_at.html
+
+
+def test_a_snippet_escapes_the_text_and_marks_only_the_matches(client: Client) -> None:
+    hostile = "<script>alert('weather')</script> <b onmouseover=x>weather</b> & <mark>"
+    conversation = store([user(hostile)], title="hostile")
+
+    html = client.get("/", {"q": "weather"}).text
+    [snippet] = re.findall(r'<p class="snippet">(.*?)</p>', html, re.DOTALL)
+
+    assert "<script>" not in html.split('<section id="conversation-table"')[1]
+    assert "&lt;script&gt;alert(&#x27;<mark>weather</mark>&#x27;)&lt;/script&gt;" in snippet
+    assert "&lt;b onmouseover=x&gt;<mark>weather</mark>&lt;/b&gt; &amp; &lt;mark&gt;" in snippet
+    assert snippet.count("<mark>") == 2
+    assert api_list(client, "weather")["hostile"] == {
+        "index": 0,
+        "role": "user",
+        "snippet": hostile,
+    }
+    assert api_search(client, conversation, q="weather")["hits"][0]["snippet"] == hostile
+
+
+def test_the_list_shows_a_snippet_of_the_first_hit_linking_to_it(client: Client) -> None:
+    conversation = store(
+        [user("hello"), assistant("c1", content="the zeppelin landed"), user("zeppelin again")],
+        title="weekly sync",
+    )
+    store([user("nothing here")], title="zeppelin notes")  # found by its title only
+
+    html = client.get("/", {"q": "Zeppelin"}).text
+    link = f'href="/c/{conversation.pk}/?at=1&amp;q=Zeppelin#m-1"'
+
+    assert listed(client, "Zeppelin") == ["zeppelin notes", "weekly sync"]
+    assert html.count('<p class="snippet">') == 1
+    assert f"<a {link}>message 1</a> (assistant): the <mark>zeppelin</mark> landed" in html
+    opened = client.get(f"/c/{conversation.pk}/", {"at": "1", "q": "Zeppelin"}).text
+    assert 'id="m-1"' in opened
+    assert 'data-hit="1"' in opened
+    assert "1 of 2" in opened
+
+
+def test_a_query_s_quotes_and_ampersands_stay_escaped_in_the_snippet_link(client: Client) -> None:
+    conversation = store([user("fish & chips")], title="dinner")
+
+    html = client.get("/", {"q": 'fish "&<'}).text
+
+    assert f'href="/c/{conversation.pk}/?at=0&amp;q=fish%20%22%26%3C#m-0"' in html
+    assert "matching “fish &quot;&amp;&lt;”" in html
+
+
+# Access: a search shows only what the caller may see.
+
+
+@pytest.fixture
+def other() -> User:
+    return User.objects.create_user("other")
+
+
+def test_a_search_never_shows_conversations_or_snippets_the_caller_may_not_see(
+    client: Client, other: User
+) -> None:
+    store([user("my zeppelin")], title="mine")
+    theirs = store([user("their secret zeppelin")], owner=other, title="theirs")
+    store([user("nobody's zeppelin")], owner=None, title="ownerless")
+
+    assert listed(client, "zeppelin") == ["mine"]
+    assert "secret" not in client.get("/", {"q": "zeppelin"}).text
+    assert listed(client, "theirs") == []
+    assert api_list(client, "zeppelin") == {
+        "mine": {"index": 0, "role": "user", "snippet": "my zeppelin"}
+    }
+    assert client.get("/api/conversations", {"q": "secret"}).json()["total"] == 0
+    assert (
+        client.get(f"/api/conversations/{theirs.pk}/search", {"q": "zeppelin"}).status_code == 404
+    )
+    assert client.get(f"/c/{theirs.pk}/search", {"q": "zeppelin"}, headers=HX).status_code == 404
+    assert client.get(f"/c/{theirs.pk}/", {"q": "zeppelin", "at": "0"}).status_code == 404
+    assert listed(signed_in(other), "zeppelin") == ["theirs"]
+
+
+def test_a_conversation_shared_with_the_caller_is_found_with_its_snippet(
+    client: Client, other: User
+) -> None:
+    theirs = store([user("their shared zeppelin")], owner=other, title="theirs")
+
+    theirs.viewers.add(User.objects.get(username="tester"))
+
+    assert listed(client, "zeppelin") == ["theirs"]
+    assert api_list(client, "zeppelin")["theirs"] == {
+        "index": 0,
+        "role": "user",
+        "snippet": "their shared zeppelin",
+    }
+    assert api_search(client, theirs, q="zeppelin")["count"] == 1
+
+
+def test_signed_out_a_search_finds_nothing() -> None:
+    store([user("my zeppelin")], title="mine")
+    anonymous = Client()
+
+    assert "mine" not in anonymous.get("/", {"q": "zeppelin"}, follow=True).text
+    assert anonymous.get("/api/conversations", {"q": "zeppelin"}).status_code == 401
+
+
+# Searching inside a conversation (the page's search field).
+
+
+@pytest.fixture
+def needles() -> Conversation:
+    """200 messages; "needle" in messages 2, 120 and 190."""
+    messages = [user(f"hay {n}") for n in range(200)]
+    for n in (2, 120, 190):
+        messages[n] = user(f"a needle at {n}")
+    return store(messages)
+
+
+def searched(
+    client: Client, conversation: Conversation, **params: Any
+) -> tuple[int | None, str, Any]:
+    """The hit an htmx search opened (its index, or None), the count it says, the answer."""
+    answer = client.get(f"/c/{conversation.pk}/search", params, headers=HX)
+    assert answer.status_code == 200
+    [hit] = re.findall(r'data-hit="(\d*)"', answer.text)
+    [count] = re.findall(r'<span class="search-count"[^>]*>([^<]*)</span>', answer.text)
+    return (int(hit) if hit else None), count, answer
+
+
+def test_enter_opens_the_first_hit_and_says_which_of_how_many(
+    client: Client, needles: Conversation
+) -> None:
+    hit, count, answer = searched(client, needles, q="needle")
+
+    assert (hit, count) == (2, "1 of 3")
+    assert answer["HX-Push-Url"] == f"/c/{needles.pk}/?q=needle&at=2#m-2"
+    assert 'id="m-2"' in answer.text
+    assert '<span id="search-state" hx-swap-oob="innerHTML">' in answer.text
+    assert '<input type="hidden" name="searched" value="needle">' in answer.text
+    assert '<input type="hidden" name="from" value="2">' in answer.text
+    assert 'data-words="needle"' in answer.text
+
+
+def test_next_and_previous_go_round_the_hits_and_open_the_window_there(
+    client: Client, needles: Conversation
+) -> None:
+    def go(current: int, direction: str = "next") -> tuple[int | None, str]:
+        hit, count, answer = searched(
+            client, needles, q="needle", searched="needle", go=direction, **{"from": current}
+        )
+        assert f'id="m-{hit}"' in answer.text
+        return hit, count
+
+    assert go(2) == (120, "2 of 3")
+    assert go(120) == (190, "3 of 3")
+    assert go(190) == (2, "1 of 3")
+    assert go(2, "previous") == (190, "3 of 3")
+    assert go(190, "previous") == (120, "2 of 3")
+    assert go(121) == (190, "3 of 3")  # from between two hits: the next one
+    assert go(121, "previous") == (120, "2 of 3")
+
+
+def test_the_window_opened_at_a_hit_far_down_holds_it_and_not_the_start(
+    client: Client, needles: Conversation
+) -> None:
+    _, _, answer = searched(client, needles, q="needle", searched="needle", **{"from": 2})
+
+    assert 'id="m-120"' in answer.text
+    assert 'id="m-2"' not in answer.text
+    assert 'id="m-0"' not in answer.text
+
+
+def test_a_new_query_starts_again_at_its_first_hit(client: Client, needles: Conversation) -> None:
+    hit, count, _ = searched(client, needles, q="needle 190", searched="needle", **{"from": 2})
+
+    assert (hit, count) == (190, "1 of 1")
+
+
+def test_a_search_that_finds_nothing_changes_only_the_count(
+    client: Client, needles: Conversation
+) -> None:
+    hit, count, answer = searched(client, needles, q="haystack")
+
+    assert (hit, count) == (None, "No message matches")
+    assert answer["HX-Reswap"] == "none"
+    assert "HX-Push-Url" not in answer
+    assert 'id="m-' not in answer.text
+
+
+def test_without_javascript_the_search_opens_the_page_at_the_hit(
+    client: Client, needles: Conversation
+) -> None:
+    answer = client.get(
+        f"/c/{needles.pk}/search", {"q": "needle", "searched": "needle", "from": "2", "go": "next"}
+    )
+    nothing = client.get(f"/c/{needles.pk}/search", {"q": "haystack"})
+    empty = client.get(f"/c/{needles.pk}/search", {"q": ""})
+
+    assert answer.status_code == 302
+    assert answer["Location"] == f"/c/{needles.pk}/?q=needle&at=120#m-120"
+    page = client.get(answer["Location"]).text
+    assert 'id="m-120"' in page
+    assert "2 of 3" in page
+    assert nothing["Location"] == f"/c/{needles.pk}/?q=haystack"
+    assert "No message matches" in client.get(nothing["Location"]).text
+    assert empty["Location"] == f"/c/{needles.pk}/"
+
+
+def test_the_page_opened_with_a_query_but_not_at_a_hit_says_how_many_match(
+    client: Client, needles: Conversation
+) -> None:
+    page = client.get(f"/c/{needles.pk}/", {"q": "needle", "at": "5"}).text
+
+    assert "3 messages match" in page
+    assert 'data-hit=""' in page
+
+
+# The storage API.
+
+
+def test_the_api_list_searches_and_gives_each_conversation_its_match_or_none(
+    client: Client,
+) -> None:
+    store([user("hello"), user("the zeppelin")], title="by a message")
+    store([user("hello")], title="zeppelin by its title")
+    store([user("hello")], title="other", source="zeppelin.jsonl")
+    store([user("hello")], title="not found")
+
+    page = client.get("/api/conversations", {"q": "zeppelin"}).json()
+
+    assert page["total"] == 3
+    assert {c["title"]: c["match"] for c in page["conversations"]} == {
+        "by a message": {"index": 1, "role": "user", "snippet": "the zeppelin"},
+        "zeppelin by its title": None,
+        "other": None,
+    }
+    unsearched = client.get("/api/conversations").json()["conversations"]
+    assert [c["match"] for c in unsearched] == [None] * 4
+
+
+def test_the_api_search_pages_through_the_hits_in_buffer_order(
+    client: Client, needles: Conversation
+) -> None:
+    first = api_search(client, needles, q="needle", limit=2)
+    second = api_search(client, needles, q="needle", offset=2, limit=2)
+    beyond = api_search(client, needles, q="needle", offset=3)
+
+    assert first == {
+        "count": 3,
+        "offset": 0,
+        "limit": 2,
+        "hits": [
+            {"index": 2, "role": "user", "snippet": "a needle at 2"},
+            {"index": 120, "role": "user", "snippet": "a needle at 120"},
+        ],
+    }
+    assert second["hits"] == [{"index": 190, "role": "user", "snippet": "a needle at 190"}]
+    assert (beyond["count"], beyond["hits"]) == (3, [])
+    assert api_search(client, needles, q="")["count"] == 0
+
+
+def test_the_api_refuses_a_query_longer_than_200_characters(
+    client: Client, needles: Conversation
+) -> None:
+    answer = client.get(f"/api/conversations/{needles.pk}/search", {"q": "x" * 201})
+
+    assert answer.status_code == 422
+    assert api_search(client, needles, q="needle " + "x" * 193)["count"] == 0
+
+
+# A fixed number of queries, whatever the numbers of conversations and hits.
+
+
+def test_the_list_search_costs_a_fixed_number_of_queries(client: Client) -> None:
+    counts = []
+    for total in (3, 60):
+        while Conversation.objects.count() < total:
+            store([user("hay"), user("a needle")], title="x")
+        with CaptureQueriesContext(connection) as queries:
+            answer = client.get("/", {"q": "needle"})
+        assert answer.text.count('<p class="snippet">') == min(total, 50)
+        counts.append(len(queries.captured_queries))
+
+    # session, user, count, the page, each one's first hit, those messages
+    assert counts == [6, 6]
+
+
+def test_the_api_list_search_costs_a_fixed_number_of_queries(client: Client) -> None:
+    counts = []
+    for total in (3, 60):
+        while Conversation.objects.count() < total:
+            store([user("hay"), user("a needle")], title="x")
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get("/api/conversations", {"q": "needle", "limit": "50"}).json()
+        assert sum(c["match"] is not None for c in page["conversations"]) == min(total, 50)
+        counts.append(len(queries.captured_queries))
+
+    # session, user, the page, each one's first hit, those messages, the total
+    assert counts == [6, 6]
+
+
+def test_the_search_in_a_conversation_costs_a_fixed_number_of_queries(client: Client) -> None:
+    few = store([user(f"needle {n}" if n % 50 == 0 else "hay") for n in range(300)])
+    many = store([user(f"needle {n}") for n in range(300)])
+    counts = []
+    for conversation in (few, many):
+        with CaptureQueriesContext(connection) as queries:
+            hit, _, _ = searched(
+                client, conversation, q="needle", searched="needle", **{"from": 100}
+            )
+        assert hit in (101, 150)
+        counts.append(len(queries.captured_queries))
+
+    # session, user, conversation, the hits' indexes, unanswered calls, the window's messages
+    assert counts == [6, 6]
+
+
+def test_the_api_search_costs_a_fixed_number_of_queries(client: Client) -> None:
+    few = store([user(f"needle {n}" if n % 50 == 0 else "hay") for n in range(300)])
+    many = store([user(f"needle {n}") for n in range(300)])
+    counts = []
+    for conversation in (few, many):
+        with CaptureQueriesContext(connection) as queries:
+            api_search(client, conversation, q="needle")
+        counts.append(len(queries.captured_queries))
+
+    # session, user, conversation, hit rows, their messages
+    assert counts == [5, 5]

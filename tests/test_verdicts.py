@@ -1,0 +1,343 @@
+"""Stored verdicts (issue 15, item 5): each conversation's rejections per provider and its
+problem counts by kind, kept by the service on every write, so that the page, the list and
+the API read them without reading the buffer."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from buffers import healing, selectors, services
+from buffers.models import Action, Conversation
+from buffers.services import Writer, with_buffer_lock
+from buffers.services.appends import _apply, _load_facts
+from tests.buffers import assistant, parse, placeholder, result, store, user
+from tests.integrity import assert_consistent
+from tests.test_properties import batches, buffers
+
+pytestmark = pytest.mark.django_db
+
+DUPLICATE_AND_ORPHAN = [
+    user("look it up"),
+    assistant("c1"),
+    result("c1"),
+    result("c1", "again"),  # a duplicate
+    result("ghost"),  # an orphan
+    {"role": "assistant", "content": "done", "metadata": {}},
+]
+
+
+def fresh(conversation: Conversation) -> healing.verdicts.Tally:
+    return healing.verdicts.tally(selectors.buffer_messages(conversation))
+
+
+def stored(conversation: Conversation) -> healing.verdicts.Tally:
+    conversation.refresh_from_db()
+    return conversation.tally
+
+
+def append(conversation: Conversation, *batch: dict[str, Any]) -> healing.AppendReport:
+    return services.append_messages(
+        conversation_id=conversation.pk, messages=parse(list(batch)), via="tests"
+    )
+
+
+# Kept on every write.
+
+
+def test_an_import_stores_every_providers_verdict_and_each_kind_of_problem() -> None:
+    conversation = store(DUPLICATE_AND_ORPHAN)
+
+    tally = stored(conversation)
+
+    assert tally == fresh(conversation)
+    assert tally.problems == {"duplicate_result": 1, "orphan_result": 1}
+    assert tally.rejected_by == ["openai-chat", "openai-responses", "anthropic", "gemini"]
+    assert not conversation.sendable
+
+
+def test_an_appended_orphan_makes_a_sendable_conversation_refused() -> None:
+    conversation = store([user("hi"), assistant("c1"), result("c1")])
+    assert stored(conversation).sendable
+
+    append(conversation, result("nobody-asked"))
+
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).problems == {"orphan_result": 1}
+    assert not conversation.sendable
+
+
+def test_a_user_turn_heals_and_the_verdicts_follow() -> None:
+    conversation = store([user("hi"), assistant("c1", "c2"), result("c2"), user("well?")])
+    before = stored(conversation)
+    assert before.problems == {"unanswered_call": 1}
+    assert not before.sendable
+
+    append(conversation, user("still there?"))
+
+    after = stored(conversation)
+    assert after == fresh(conversation)
+    assert after.problems == {"healed_placeholder": 1}
+    assert after.sendable
+
+
+def test_a_result_in_the_batch_that_heals_its_call_takes_the_placeholders_place() -> None:
+    conversation = store([assistant("c1"), user("hi")])
+
+    append(conversation, user("again"), result("c1", "late, in the same batch"))
+
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).problems == {}
+
+
+def test_a_late_result_replacing_its_placeholder_is_no_longer_a_healed_placeholder() -> None:
+    conversation = store([user("hi"), assistant("c1"), placeholder("c1"), user("again")])
+
+    append(conversation, result("c1", "late, but real"))
+
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).problems == {}
+
+
+def test_an_explicit_heal_mid_buffer_keeps_the_verdicts_of_the_turns_around_it() -> None:
+    conversation = store(
+        [user("a"), assistant("c1"), {"role": "user", "content": ""}, assistant("c2"), result("c2")]
+    )
+
+    services.heal_conversation(conversation_id=conversation.pk, via="tests")
+
+    assert stored(conversation) == fresh(conversation)
+
+
+def test_an_admin_edit_and_delete_recompute_the_verdicts() -> None:
+    conversation = store([user("hi"), assistant("c1"), result("c1"), result("c1")])
+    assert stored(conversation).problems == {"duplicate_result": 1}
+
+    services.delete_message(conversation_id=conversation.pk, index=3, via="admin", by=None)
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).sendable
+
+    services.edit_message(
+        conversation_id=conversation.pk,
+        index=2,
+        message=parse([result("c9")])[0],
+        via="admin",
+        by=None,
+    )
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).problems == {"unanswered_call": 1, "orphan_result": 1}
+
+
+def record_verbatim(conversation: Conversation, batch: list[dict[str, Any]]) -> None:
+    """What live ingest does with a span's new messages: stored as they are, no rule
+    applied (``healing.plan_verbatim``), through the same writer as appends."""
+    messages = parse(batch)
+
+    def record(locked: Conversation) -> None:
+        facts, rows = _load_facts(locked, messages)
+        _apply(
+            locked,
+            healing.plan_verbatim(facts, messages),
+            rows,
+            Writer("otlp", None, Action.APPEND),
+        )
+
+    with_buffer_lock(conversation.pk, "otlp", record)
+
+
+def test_what_live_ingest_stores_verbatim_keeps_the_verdicts() -> None:
+    conversation = store([user("hi"), assistant("c1")])
+
+    record_verbatim(conversation, [result("c1"), result("c1"), result("x")])
+
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).problems == {"duplicate_result": 1, "orphan_result": 1}
+
+
+@override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3)
+@hypothesis_settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    buffer=buffers,
+    writes=st.lists(
+        st.one_of(batches, st.just("heal"), st.tuples(st.just("verbatim"), buffers)),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_the_stored_verdicts_always_equal_a_fresh_check_of_the_whole_buffer(
+    buffer: list[Any], writes: list[Any]
+) -> None:
+    """Whatever was imported and whatever appends and heals followed, what is stored is what
+    checking the whole buffer says (the appends computed it from the rows around each
+    change only)."""
+    conversation = store(buffer)
+    assert_consistent(conversation)  # it compares the stored verdicts with a fresh check
+    for write in writes:
+        if write == "heal":
+            services.heal_conversation(conversation_id=conversation.pk, via="tests")
+        elif isinstance(write, tuple):
+            record_verbatim(conversation, write[1])
+        else:
+            append(conversation, *write)
+        assert_consistent(conversation)
+
+
+# The conversation page.
+
+
+def summary(html: str) -> str:
+    [section] = re.findall(r'<section id="summary".*?</section>', html, re.S)
+    return str(section)
+
+
+def sendability(html: str) -> str:
+    [section] = re.findall(r'<section id="sendability".*?</section>', html, re.S)
+    return str(section)
+
+
+def test_a_duplicate_and_an_orphan_show_no_green_badge_and_four_rejections(
+    client: Client,
+) -> None:
+    conversation = store(DUPLICATE_AND_ORPHAN)
+
+    page = client.get(f"/c/{conversation.pk}/").text
+
+    assert "badge-ok" not in summary(page)
+    assert "OpenAI, OpenAI Responses, Anthropic, Gemini would refuse it" in summary(page)
+    assert "1 duplicate result" in summary(page)
+    assert "1 orphan result" in summary(page)
+    assert summary(page).count('class="next-of-kind"') == 2
+    assert sendability(page).count('class="rejected"') == 4
+    assert "Anthropic would reject this history: 2 rejections." in sendability(page)
+
+
+def test_a_sendable_conversation_keeps_its_green_badge(client: Client) -> None:
+    conversation = store([user("hi"), assistant("c1"), result("c1")])
+
+    page = client.get(f"/c/{conversation.pk}/").text
+
+    assert '<span class="badge badge-ok">no unanswered calls</span>' in summary(page)
+    assert sendability(page).count('class="accepted"') == 4
+    assert "next-of-kind" not in summary(page)
+    assert "sendability-detail" not in sendability(page)
+
+
+def test_after_a_write_the_summary_swapped_in_says_the_new_verdicts(client: Client) -> None:
+    conversation = store([user("hi"), assistant("c1"), result("c1")])
+
+    answer = client.post(
+        f"/c/{conversation.pk}/append",
+        {"kind": "tool", "tool-tool_call_id": "ghost", "tool-content": "boo"},
+        headers={"HX-Request": "true"},
+    )
+
+    assert answer.status_code == 200
+    assert "1 orphan result" in summary(answer.text)
+    assert "badge-ok" not in summary(answer.text)
+    assert 'hx-swap-oob="true"' in sendability(answer.text)
+    assert "Gemini would reject this history: 1 rejection." in sendability(answer.text)
+
+
+def test_the_page_costs_the_same_queries_at_any_length(client: Client) -> None:
+    """The verdicts are read from the conversation's row: the page does not read the buffer,
+    so a long one costs the queries a short one does."""
+
+    def queries(messages: list[dict[str, Any]]) -> int:
+        conversation = store(messages)
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(f"/c/{conversation.pk}/").status_code == 200
+        return len(captured.captured_queries)
+
+    short = [*DUPLICATE_AND_ORPHAN] * 2
+    long = [*DUPLICATE_AND_ORPHAN] * 200
+    with override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=64):
+        assert queries(short) == queries(long)
+
+
+def test_next_of_a_kind_goes_to_the_next_one_after_the_readers_place_and_round(
+    client: Client,
+) -> None:
+    messages = [user("hi"), result("o1"), user("mid"), user("more"), result("o2"), user("end")]
+    conversation = store(messages)
+    url = f"/c/{conversation.pk}/next"
+
+    def next_of(kind: str, after: int) -> Any:
+        return client.get(url, {"kind": kind, "from": str(after)}, headers={"HX-Request": "true"})
+
+    assert next_of("orphan_result", -1).json() == {"kind": "orphan_result", "index": 1}
+    assert next_of("orphan_result", 1).json()["index"] == 4
+    assert next_of("orphan_result", 4).json()["index"] == 1  # round the end
+    assert next_of("duplicate_result", 0).json()["index"] is None  # none stored: unread
+    assert next_of("no_such_kind", 0).status_code == 400
+
+
+def test_next_of_a_kind_without_javascript_opens_the_page_there(client: Client) -> None:
+    conversation = store([user("hi"), assistant("c1"), user("and?"), assistant("c2")])
+
+    answer = client.get(f"/c/{conversation.pk}/next", {"kind": "unanswered_call", "from": "1"})
+
+    assert answer.status_code == 302
+    assert answer["Location"] == f"/c/{conversation.pk}/?at=3#m-3"
+
+
+@override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=4)
+def test_next_of_a_kind_finds_empty_turns_and_unindexed_kinds_far_down() -> None:
+    filler = [user("q"), assistant("f"), result("f"), {"role": "assistant", "content": "a"}]
+    messages = [*filler * 200, {"role": "user", "content": ""}, user("after")]
+    conversation = store([*messages[:400], assistant("c1"), result("c1"), *messages[400:]])
+
+    empty = selectors.next_problem(conversation, "empty_turn", 10)
+    redeclared = selectors.next_problem(conversation, "redeclared_id", 10)
+
+    whole = healing.analyze(selectors.buffer_messages(conversation)).findings
+    assert redeclared == min(f.index for f in whole if f.kind == "redeclared_id" and f.index > 10)
+    assert empty == 802
+
+
+# The list and the API.
+
+
+def test_the_list_shows_who_refuses_and_filters_by_it(client: Client) -> None:
+    refused = store(DUPLICATE_AND_ORPHAN, title="refused")
+    fine = store([user("hi"), assistant("c1"), result("c1")], title="fine")
+    only_gemini = store(
+        [assistant("c1"), result("c1"), assistant("c2"), result("c2")], title="gemini-only"
+    )
+
+    def titles(show: str) -> set[str]:
+        page = client.get("/", {"show": show}).text
+        return {c.title for c in (refused, fine, only_gemini) if f">{c.title}</a>" in page}
+
+    assert titles("rejected") == {"refused", "gemini-only"}
+    assert titles("sendable") == {"fine"}
+    assert titles("rejected-gemini") == {"refused", "gemini-only"}
+    assert titles("rejected-anthropic") == {"refused"}
+    page = client.get("/").text
+    assert "refused by OpenAI, OpenAI Responses, Anthropic, Gemini" in page
+    assert "refused by Gemini" in page
+
+
+def test_the_api_lists_by_sendability_with_each_verdict(client: Client) -> None:
+    refused = store(DUPLICATE_AND_ORPHAN, title="refused")
+    fine = store([user("hi"), assistant("c1"), result("c1")], title="fine")
+
+    sendable = client.get("/api/conversations", {"sendable": "true"}).json()
+    unsendable = client.get("/api/conversations", {"sendable": "false"}).json()
+
+    assert [c["id"] for c in sendable["conversations"]] == [fine.pk]
+    [listed] = unsendable["conversations"]
+    assert listed["id"] == refused.pk
+    assert listed["sendable"] is False
+    assert listed["rejected_by"] == ["openai-chat", "openai-responses", "anthropic", "gemini"]
+    assert listed["rejections"] == dict(stored(refused).rejections)
+    assert listed["problems"] == {"orphan_result": 1, "duplicate_result": 1}
+    one = client.get(f"/api/conversations/{fine.pk}").json()
+    assert (one["sendable"], one["rejected_by"], one["problems"]) == (True, [], {})
