@@ -487,3 +487,33 @@ def test_ten_thousand_spans_in_one_request_are_all_stored(client: Client, token:
     assert not answer.HasField("partial_success")
     assert Conversation.objects.count() == 50
     assert {c.message_count for c in Conversation.objects.all()} == {2}
+
+
+@pytest.mark.django_db
+def test_a_conversation_someone_else_keyed_like_an_ingest_one_never_takes_its_spans(
+    client: Client, token: str
+) -> None:
+    owner = User.objects.get(username="agent-owner")
+    send(client, token, lambda t: chat(t, [USER], [LOOKUP]))
+    [theirs] = Conversation.objects.all()
+    mallory = User.objects.create_user("mallory")
+    decoy = signed_in(mallory).post(
+        "/api/imports",
+        {
+            "document": {
+                "title": "decoy",
+                "key": theirs.key,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+        },
+        content_type="application/json",
+    )
+    assert decoy.status_code == 201, decoy.json()  # keys are per owner
+
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND]))
+
+    theirs.refresh_from_db()
+    assert roles(theirs) == ["user", "assistant", "tool", "assistant"]
+    assert Conversation.objects.filter(owner=owner).count() == 1  # no branch was made
+    [kept] = Conversation.objects.filter(owner=mallory)
+    assert roles(kept) == ["user"] and "otel" not in kept.metadata

@@ -156,6 +156,16 @@ def test_an_empty_username_asks_for_one(client: Client, conversation: Conversati
     assert not conversation.viewers.exists()
 
 
+@pytest.mark.parametrize("typed", ["bo\x00b", "bob\x01", "b" * 10_000])
+def test_a_username_no_account_can_have_is_as_unknown_never_an_error(
+    client: Client, conversation: Conversation, bob: User, typed: str
+) -> None:
+    for answer in (share(client, conversation, typed), unshare(client, conversation, typed)):
+        assert answer.status_code == 200
+        assert "No one here has" in answer.text or "not shared with" in answer.text
+    assert not conversation.viewers.exists()
+
+
 def test_sharing_twice_shares_once_and_says_so(
     client: Client, conversation: Conversation, bob: User
 ) -> None:

@@ -28,12 +28,14 @@ SQLITE = [
     "INSERT INTO buffers_conversationsearch (rowid, words) "
     "SELECT id, title || ' ' || source FROM buffers_conversation",
 ]
+# IF EXISTS: a later migration undone before this one may have rebuilt a table, and SQLite
+# drops a rebuilt table's triggers (buffers.search.keep_sqlite_triggers).
 SQLITE_REVERSE = [
-    "DROP TRIGGER buffers_conversationsearch_forget",
-    "DROP TRIGGER buffers_conversationsearch_change",
-    "DROP TRIGGER buffers_conversationsearch_add",
+    "DROP TRIGGER IF EXISTS buffers_conversationsearch_forget",
+    "DROP TRIGGER IF EXISTS buffers_conversationsearch_change",
+    "DROP TRIGGER IF EXISTS buffers_conversationsearch_add",
     "DROP TABLE buffers_conversationsearch",
-    "DROP TRIGGER buffers_messagesearch_forget",
+    "DROP TRIGGER IF EXISTS buffers_messagesearch_forget",
     "DROP TABLE buffers_messagesearch",
 ]
 
@@ -53,7 +55,7 @@ POSTGRESQL = [
 ]
 POSTGRESQL_REVERSE = [
     "DROP INDEX conversation_search_words",
-    "DROP TRIGGER buffers_messagesearch_forget ON buffers_message",
+    "DROP TRIGGER IF EXISTS buffers_messagesearch_forget ON buffers_message",
     "DROP FUNCTION buffers_messagesearch_forget()",
 ]
 

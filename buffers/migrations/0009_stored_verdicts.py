@@ -2,6 +2,8 @@
 provider, its problem counts by kind and whether it is sendable, computed here once for
 every stored conversation from its whole buffer; the service keeps them from then on."""
 
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from django.db import migrations, models
@@ -9,25 +11,45 @@ from django.db import migrations, models
 from buffers import healing
 
 
+BATCH = 500
+"""Conversations updated per statement."""
+
+
 def compute_tallies(apps: Any, schema_editor: Any) -> None:
+    """Every conversation's tally, from one ordered read of all messages (not a query per
+    conversation: this runs while the migration holds the conversation table)."""
     Conversation = apps.get_model("buffers", "Conversation")
     Message = apps.get_model("buffers", "Message")
-    for pk in Conversation.objects.values_list("pk", flat=True).iterator():
-        rows = (
-            Message.objects.filter(conversation_id=pk)
-            .order_by("block__start", "slot")
-            .values_list("role", "content", "metadata")
+    empty = healing.verdicts.tally([])
+    Conversation.objects.update(
+        rejections=dict(empty.rejections), problem_counts=dict(empty.problems), sendable=empty.sendable
+    )
+    rows = (
+        Message.objects.order_by("conversation_id", "block__start", "slot")
+        .values_list("conversation_id", "role", "content", "metadata")
+        .iterator(chunk_size=5_000)
+    )
+    changed: list[Any] = []
+    for pk, group in groupby(rows, key=itemgetter(0)):
+        tally = healing.verdicts.tally(
+            [
+                healing.Message.model_construct(role=role, content=content, metadata=metadata)
+                for _, role, content, metadata in group
+            ]
         )
-        messages = [
-            healing.Message.model_construct(role=role, content=content, metadata=metadata)
-            for role, content, metadata in rows.iterator()
-        ]
-        tally = healing.verdicts.tally(messages)
-        Conversation.objects.filter(pk=pk).update(
-            rejections=dict(tally.rejections),
-            problem_counts=dict(tally.problems),
-            sendable=tally.sendable,
+        changed.append(
+            Conversation(
+                pk=pk,
+                rejections=dict(tally.rejections),
+                problem_counts=dict(tally.problems),
+                sendable=tally.sendable,
+            )
         )
+        if len(changed) >= BATCH:
+            Conversation.objects.bulk_update(changed, ["rejections", "problem_counts", "sendable"])
+            changed = []
+    if changed:
+        Conversation.objects.bulk_update(changed, ["rejections", "problem_counts", "sendable"])
 
 
 class Migration(migrations.Migration):

@@ -84,14 +84,17 @@ def _key(owner: User, group: str, branch: str = "") -> str:
 def _ingest_one(call: otlp.ModelCall, group: str, owner: User) -> int | None:
     if not call.messages:
         return None
-    conversation = Conversation.objects.filter(
-        scope=Scope.GLOBAL, scope_id="", key=_key(owner, group)
-    ).first()
+    # Keys are per owner: only the owner's conversation under this key is this group's,
+    # whatever anyone else has keyed theirs.
+    theirs = Conversation.objects.filter(
+        owner=owner, scope=Scope.GLOBAL, scope_id="", key=_key(owner, group)
+    )
+    conversation = theirs.first()
     if conversation is None:
         try:
             return _create(call, group, owner, _key(owner, group))
         except IntegrityError:  # made by a request running beside this one
-            conversation = Conversation.objects.get(key=_key(owner, group))
+            conversation = theirs.get()
     return with_buffer_lock(conversation.pk, VIA, lambda locked: _extend(locked, call, owner))
 
 
@@ -186,7 +189,9 @@ def _branch(
             if verdict:
                 return with_buffer_lock(found.pk, VIA, lambda locked: _extend(locked, call, owner))
     key = _key(owner, group, f" branch {call.span_id}")
-    existing = Conversation.objects.filter(key=key).first()
+    existing = Conversation.objects.filter(
+        owner=owner, scope=Scope.GLOBAL, scope_id="", key=key
+    ).first()
     if existing is not None:  # this very span branched before: it was sent again
         return existing.pk
     made = _create(

@@ -13,6 +13,9 @@ from buffers.models import Action, Conversation, SharedWithUser
 from .journal import Actor, Writer
 
 
+USERNAME_MAX = User._meta.get_field("username").max_length or 150
+
+
 class SharingRefused(ValueError):
     """A share that cannot be made; its message says why, in words for the person asking."""
 
@@ -23,6 +26,13 @@ def viewer_named(username: str, *, among: Conversation | None = None) -> User:
     username = username.strip()
     if not username:
         raise SharingRefused("Type the username of the person to share it with.")
+    if not username.isprintable() or len(username) > USERNAME_MAX:
+        # No account has such a name, and PostgreSQL cannot even compare a NUL: no query.
+        raise SharingRefused(
+            f"No one here has the username {username[:USERNAME_MAX]!r}."
+            if among is None
+            else f"This conversation is not shared with {username[:USERNAME_MAX]!r}."
+        )
     if among is not None:
         found = among.viewers.filter(username=username).first()
         if found is None:

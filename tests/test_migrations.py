@@ -1,0 +1,53 @@
+"""Migrations on a database that holds conversations: the stored verdicts' backfill gives
+what the service keeps, and the schema goes back to before search and forward again with
+the index working (SQLite rebuilds tables and drops their triggers on the way)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from django.apps import apps
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from buffers.models import Conversation
+from buffers.search import keep_sqlite_triggers
+from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
+from tests.integrity import assert_consistent
+
+backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
+
+
+@pytest.mark.django_db
+def test_the_verdicts_backfill_gives_each_conversation_what_a_fresh_check_says() -> None:
+    stored = [
+        store([user("go"), assistant("c1", "c2"), result("c2")], title="open call"),
+        store([user("go"), assistant("c1"), result("c1"), result("c1"), result("c9")]),
+        store([user("go"), assistant("c1"), placeholder("c1"), user("on")], title="healed"),
+        store([], title="empty"),
+    ]
+    Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
+
+    backfill.BATCH = 2  # several statements, as a big database makes
+    backfill.compute_tallies(apps, None)
+
+    for conversation in stored:
+        assert_consistent(conversation)
+    assert not Conversation.objects.get(title="open call").sendable
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_schema_goes_back_before_search_and_forward_with_the_index_working() -> None:
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("buffers")
+    executor.migrate([("buffers", "0005_traced_messages")])
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(latest)
+    keep_sqlite_triggers()  # what post_migrate does after `manage.py migrate`
+
+    store([user("the zeppelin left at noon")], title="airship log", owner=acting_user())
+    page = signed_in().get("/", {"q": "zeppelin"})
+    assert "airship log" in page.text
+    assert "airship log" in signed_in().get("/", {"q": "airship"}).text
