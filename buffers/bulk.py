@@ -16,6 +16,13 @@ def cyclic_gc_paused() -> Iterator[None]:
     included, and that walking was a third of the time (benchmarks/exchange.py). A
     transcript is plain JSON data, with no reference cycles to collect: reference
     counting frees it as before. Nested uses leave the collector as the outermost found it.
+
+    What the pause allocated and kept is still counted in the collector's youngest
+    generation, so the first allocation after it would walk all of it at once (0.8 s of
+    CPU after reading a 100,000-message Claude Code session, benchmarks/imports.py). So the
+    outermost use first hands what survived to the oldest generation (``gc.freeze`` then
+    ``gc.unfreeze``: two list splices), walked only at the next full collection; unless
+    something froze objects of its own, which this would thaw.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -23,4 +30,7 @@ def cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

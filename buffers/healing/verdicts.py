@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from . import sendability
-from .analysis import FINDING_LABELS, analyze
+from .analysis import FINDING_LABELS, analyze_window, call_facts
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
@@ -91,7 +91,9 @@ def _ordered(counts: Counter[str]) -> dict[str, int]:
 def tally(messages: Sequence[Message]) -> Tally:
     """The tally of a whole buffer."""
     verdicts = sendability.check_all(messages)
-    problems: Counter[str] = Counter(finding.kind for finding in analyze(messages).findings)
+    # ``analyze``'s findings, without the rest of its analysis (an index of the buffer more).
+    findings = analyze_window(messages, 0, call_facts(messages))
+    problems: Counter[str] = Counter(finding.kind for finding in findings)
     problems["empty_turn"] = len(_empty_turns(verdicts[p] for p in EMPTY_TURN_PROVIDERS))
     return Tally(
         {p: len(verdict.rejections) for p, verdict in verdicts.items()},
