@@ -240,6 +240,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     old_name = connection.settings_dict["NAME"]
+    if connection.vendor == "postgresql":  # a scratch database of this process's own
+        connection.settings_dict["TEST"]["NAME"] = f"test_{old_name}_bench_{os.getpid()}"
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         main()

@@ -5,8 +5,9 @@
     DATABASE_URL=postgres://... make bench       # PostgreSQL
     BENCH_SCALE=0.1 .venv/bin/python benchmarks/pages.py   # a quick run: a tenth the size
 
-The conversation page of a 100-message and a 100,000-message conversation, with its
-sendability partial and the server process's peak memory; the list with 100 and with
+The conversation page (with its stored verdicts) of a 100-message and a 100,000-message
+conversation, and the server process's peak memory serving it; the reasons behind the
+verdicts, read on demand; the list with 100 and with
 100,000 conversations; search (issue 15): the list's over 1,000 and over 100,000
 conversations holding 1,000,000 messages, and inside a conversation of 100 and of 100,000
 messages. Each rendered through Django's full stack (middleware, views, templates), each
@@ -135,7 +136,7 @@ def pages() -> None:
     short = store(transcript(100, dangling_at=50), "short")
     long = store(transcript(LONG, dangling_at=LONG // 2), "long")
     compare(
-        "The conversation page (first window of 50 messages)",
+        "The conversation page with its stored verdicts (first window of 50 messages)",
         client,
         ("100-message conversation", f"/c/{short.pk}/"),
         (f"{LONG:,}-message conversation", f"/c/{long.pk}/"),
@@ -146,14 +147,17 @@ def pages() -> None:
         ("100-message conversation, at message 50", f"/c/{short.pk}/?at=50"),
         (f"{LONG:,}-message conversation, at {LONG // 2:,}", f"/c/{long.pk}/?at={LONG // 2}"),
     )
+    print(
+        "(The reasons, message by message, are read from the whole buffer when a reader asks\n"
+        " for them: a click, never a page view. Not a page's cost; shown for what it is.)"
+    )
     compare(
-        "The sendability partial the conversation page asks for (htmx)",
+        "The reasons behind the verdicts, on demand (htmx)",
         client,
         ("100-message conversation", f"/c/{short.pk}/sendability"),
         (f"{LONG:,}-message conversation", f"/c/{long.pk}/sendability"),
         headers=HX,
     )
-    page_and_partial(client, short, long)
     peak_memory(short, long)
     more_conversations(100)
     list_small = measure(client, "/?show=unanswered&sort=messages")
@@ -166,30 +170,16 @@ def pages() -> None:
     )
 
 
-def page_and_partial(client: Client, short: Conversation, long: Conversation) -> None:
-    """What a reader waits for: the page, then the partial it asks for."""
-    results = []
-    for conversation in (short, long):
-        page_ms, page_q = measure(client, f"/c/{conversation.pk}/")
-        partial_ms, partial_q = measure(client, f"/c/{conversation.pk}/sendability", HX)
-        name = f"{conversation.message_count:,}-message conversation, page + partial"
-        results.append((name, page_ms + partial_ms, page_q + partial_q))
-    report("The conversation page and its sendability partial, together", results[0], results[1])
-
-
 def peak_memory(short: Conversation, long: Conversation) -> None:
-    """The server process's peak memory while it serves the page and the partial, small
+    """The server process's peak memory while it serves the conversation page, small
     first, then large: measured in a fresh process (as a server worker is) on this scratch
     database, so that building the data here does not count."""
-    views = [
-        (f"{c.message_count:,} messages: page, then partial", f"/c/{c.pk}/") for c in (short, long)
-    ]
+    views = [(f"{c.message_count:,} messages: the page", f"/c/{c.pk}/") for c in (short, long)]
     command = [sys.executable, __file__, "--serve", connection.settings_dict["NAME"]]
-    for (_, page), conversation in zip(views, (short, long), strict=True):
-        command += [page, f"/c/{conversation.pk}/sendability"]
+    command += [page for _, page in views]
     child = subprocess.run(command, capture_output=True, text=True, check=True)
     figures = json.loads(child.stdout.splitlines()[-1])
-    print(f"Server peak memory: a fresh process serving {VIEWS} page views and partials each")
+    print(f"Server peak memory: a fresh process serving each page {VIEWS} times")
     print(f"  {'after start-up and one request':<52} {figures['start_rss']:>8.1f} MB peak RSS")
     for (name, _), (rss, traced) in zip(views, figures["views"], strict=True):
         print(f"  {name:<52} {rss:>8.1f} MB peak RSS, {traced:.1f} MB tracemalloc peak")
@@ -198,9 +188,9 @@ def peak_memory(short: Conversation, long: Conversation) -> None:
 
 
 def serve(database: str, urls: list[str]) -> None:
-    """The ``--serve`` child of ``peak_memory``: each pair of URLs (page, partial) served
-    ``VIEWS`` times; the process's peak RSS (VmHWM, monotonic) after each pair, then, with
-    tracemalloc on, the peak of Python allocations while serving each pair once."""
+    """The ``--serve`` child of ``peak_memory``: each URL served ``VIEWS`` times; the
+    process's peak RSS (VmHWM, monotonic) after each, then, with tracemalloc on, the peak
+    of Python allocations while serving each once."""
     connection.settings_dict["NAME"] = database
     setup_test_environment()
     client = Client()
@@ -218,19 +208,16 @@ def serve(database: str, urls: list[str]) -> None:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     start_rss = rss_mb()
-    pairs = [urls[i : i + 2] for i in range(0, len(urls), 2)]
     rss = []
-    for page, partial in pairs:
+    for url in urls:
         for _ in range(VIEWS):
-            assert client.get(page).status_code == 200
-            assert client.get(partial, headers=HX).status_code == 200
+            assert client.get(url).status_code == 200
         rss.append(rss_mb())
     tracemalloc.start()
     traced = []
-    for page, partial in pairs:
+    for url in urls:
         tracemalloc.reset_peak()
-        client.get(page)
-        client.get(partial, headers=HX)
+        client.get(url)
         traced.append(tracemalloc.get_traced_memory()[1] / 2**20)
     tracemalloc.stop()
     views = [[r, t] for r, t in zip(rss, traced, strict=True)]
@@ -308,7 +295,11 @@ def search_the_list() -> None:
     took = time.perf_counter() - started
     total = Conversation.objects.count()
     messages = Message.objects.count()
-    print(f"({total:,} conversations holding {messages:,} messages; copies took {took:.1f} s)\n")
+    print(f"({total:,} conversations holding {messages:,} messages; copies took {took:.1f} s)")
+    print(
+        f"(the {FEW:,} conversations hold {FEW // 100} that say 'zeppelin': the small list "
+        "shows that many rows, the large a full page; its ratios compare unlike pages)\n"
+    )
     for query, about in queries.items():
         report(
             f"The list searched for {query!r}: {about} (first page of 50, with snippets)",

@@ -25,6 +25,7 @@ from typing import Any, Final
 from django.contrib.auth.models import User
 from django.db import OperationalError
 from django.db.models import Q, QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
 
 from .models import ApiToken, Conversation
@@ -109,6 +110,20 @@ def visible_to[Conversations: QuerySet[Conversation]](
     return conversations.filter(
         Q(owner=principal) | Q(pk__in=Conversation.objects.filter(shared).values("pk"))
     )
+
+
+_TOKEN_USER = "_flowdrop_token_user"
+
+
+def user_for_request_token(request: HttpRequest, token: str) -> Any | None:
+    """``user_for_token``, looked up once per request: the idempotency middleware and then
+    the API's auth both ask for the user of the request's token."""
+    known = getattr(request, _TOKEN_USER, None)
+    if known is not None and known[0] == token:
+        return known[1]
+    found = user_for_token(token)
+    setattr(request, _TOKEN_USER, (token, found))
+    return found
 
 
 def user_for_token(token: str) -> Any | None:

@@ -75,7 +75,7 @@ class _Token(HttpBearer):
     ``manage.py api_token``. The caller is then the token's user, as ``request.user``."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        user = access.user_for_token(token)
+        user = access.user_for_request_token(request, token)
         if user is not None:
             request.user = user
         return user
@@ -192,8 +192,19 @@ class ListedConversation(ConversationOut):
     )
 
 
+TOTAL_PAGES = 5
+"""The list's total is counted up to this many pages past the offset (``BoundedPaginator``)."""
+
+
 class ConversationPage(Schema):
-    total: int
+    total: int = Field(
+        description="How many conversations the list holds, counted no further than "
+        f"{TOTAL_PAGES} pages of this limit past the offset: when total_exact is false "
+        "there are more than this."
+    )
+    total_exact: bool = Field(
+        description="Whether total is the list's length; false: it holds more than total."
+    )
     offset: int
     limit: int
     conversations: list[ListedConversation]
@@ -712,8 +723,13 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
     limit = min(filters.limit, MAX_PAGE)
     page = list(conversations[filters.offset : filters.offset + limit])
     hits = search.first_hits([c.pk for c in page], words)
+    # Counted no further than a few pages on, as the list page counts: every row of a
+    # 100,000-row list (or every match of a common word) would cost more than the page.
+    bound = min(filters.offset + TOTAL_PAGES * limit, _BIGGEST_ID - 1)
+    total = conversations[: bound + 1].count()
     return {
-        "total": conversations.count(),
+        "total": min(total, bound),
+        "total_exact": total <= bound,
         "offset": filters.offset,
         "limit": limit,
         "conversations": [

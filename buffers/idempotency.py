@@ -79,7 +79,7 @@ def _key(request: HttpRequest) -> str | None:
 def _user(request: HttpRequest) -> Any:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer":
-        return access.user_for_token(token.strip())
+        return access.user_for_request_token(request, token.strip())
     return access.real_user(request.user)
 
 
@@ -140,7 +140,7 @@ def _claimed(
                 return _problem(request, 409, "is in flight: a request with it is being written")
             raise
         response = respond()
-        if response.status_code >= 400 or response.streaming:
+        if response.status_code >= 400 or response.streaming or _wrote_nothing(response):
             # A refusal writes nothing: the key stays free, so that the request put right
             # (or tried again when the server is less busy) goes through with it.
             transaction.set_rollback(True)
@@ -154,14 +154,32 @@ def _claimed(
     return response
 
 
+def wrote_nothing(response: HttpResponse) -> HttpResponse:
+    """Mark a 2xx or 3xx answer that wrote nothing (a form shown again with its errors, a
+    refused append): its key stays free, as after a 4xx."""
+    setattr(response, _NOTHING_WRITTEN, True)
+    return response
+
+
+_NOTHING_WRITTEN = "flowdrop_wrote_nothing"
+
+
+def _wrote_nothing(response: HttpResponseBase) -> bool:
+    return bool(getattr(response, _NOTHING_WRITTEN, False))
+
+
 def _claim(user: Any, key: str, fingerprint: str) -> IdempotentRequest:
     """The key's row, inserted (its own savepoint, so that a taken key leaves the
     transaction usable); an IntegrityError when the key is taken."""
     with transaction.atomic():
-        _bounded_wait()
-        return IdempotentRequest.objects.create(
+        before = _bounded_wait()
+        claim = IdempotentRequest.objects.create(
             user=user, key=key, fingerprint=fingerprint, status=0, body=b""
         )
+        if before is not None:  # the short wait is the claim's only, not the write's
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
+        return claim
 
 
 SWEEP_EVERY = 60.0
@@ -180,13 +198,20 @@ def _forget_expired() -> None:
     ).delete()
 
 
-def _bounded_wait() -> None:
-    """How long a request waits for one in flight with its key (PostgreSQL; SQLite waits
-    for its write lock as every write does)."""
-    if connection.vendor == "postgresql":
-        wait = max(1, round(settings.FLOWDROP_IDEMPOTENCY_WAIT * 1000))
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait}ms"])
+def _bounded_wait() -> str | None:
+    """Bound how long a request waits for one in flight with its key (PostgreSQL; SQLite
+    waits for its write lock as every write does); returns the wait it replaced. Set
+    inside the claim's savepoint, so a failed claim puts it back by itself."""
+    if connection.vendor != "postgresql":
+        return None
+    wait = max(1, round(settings.FLOWDROP_IDEMPOTENCY_WAIT * 1000))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+            [f"{wait}ms"],
+        )
+        (before, _) = cursor.fetchone()
+    return str(before)
 
 
 def _replay(request: HttpRequest, user: Any, key: str, fingerprint: str) -> HttpResponseBase:

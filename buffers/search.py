@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -203,26 +203,130 @@ def _vendor() -> str:
     return connection.vendor
 
 
-def matching_conversations(words: Sequence[str]) -> Q:
-    """Conversations whose title and source, or one of whose messages, hold every word."""
+MATCH_CAP = 2_000
+"""The list's search first collects up to this many matching conversations' ids; a query
+that matches more is common, and is checked conversation by conversation instead."""
+DENSE_SAMPLE = 200
+SAMPLE_LONGEST = 1_000
+DENSE_SHARE = 10
+"""PostgreSQL: a query that matches at least one in ``DENSE_SHARE`` of the ``DENSE_SAMPLE``
+most recently updated conversations (of ``SAMPLE_LONGEST`` messages or fewer) is common
+(see ``matching_conversations``)."""
+
+
+def matching_conversations(
+    words: Sequence[str], *, cap: int | None = None, dense_share: int | None = None
+) -> Q:
+    """Conversations whose title and source, or one of whose messages, hold every word.
+
+    One query first, whatever the numbers: the ids of up to ``MATCH_CAP`` conversations with
+    a matching message. Under the cap the list filters on those ids (an ordered page of a
+    few hundred rows). Over it the word is common, and collecting every conversation that
+    holds it would read every matching message (a million for "report"), twice, for the
+    count and for the page; instead each conversation is checked as the ordered list
+    reaches it (``EXISTS``), so the page and the bounded count stop after a few hundred.
+
+    On PostgreSQL, whose GIN index reads every match of a common word before giving the
+    first (50 ms for 550,000), the query first samples the most recently updated
+    conversations, one by one, and when the word is common there goes no further.
+
+    ``cap`` and ``dense_share`` stand in for ``MATCH_CAP`` and ``DENSE_SHARE`` (tests take
+    each path with a few rows).
+    """
     if not words:
         return Q(pk__in=[])
+    cap = MATCH_CAP if cap is None else cap
+    ids, common = _matching_ids(words, cap, DENSE_SHARE if dense_share is None else dense_share)
+    if common or len(ids) > cap:
+        return Q(_each_conversation_holds(words))
+    # PostgreSQL's ids include the conversations whose title and source match: ORed with
+    # their index's condition, the planner walked the list's whole order instead.
+    titles = Q() if _vendor() == "postgresql" else _titles_match(words)
+    if not ids:
+        return titles if titles else Q(pk__in=[])
+    # The ids written into the statement (integers from the database): as parameters,
+    # Django would prepare and the driver quote 2,000 of them, twice, for the count and
+    # the page (20 ms), where the database takes 2 ms.
+    listed = ", ".join(str(int(pk)) for pk in ids)
+    among = RawSQL(f"buffers_conversation.id IN ({listed})", (), output_field=BooleanField())
+    return Q(among) | titles
+
+
+def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[list[int], bool]:
+    """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
+    whose title and source match), and whether PostgreSQL's sample found the word common
+    (then no ids are read)."""
+    with connection.cursor() as cursor:
+        if _vendor() == "postgresql":
+            query = _pg_query(words)
+            # The sample is an InitPlan, run once; when it finds the word common the
+            # one-time filter skips the index scan. OFFSET 0 keeps each EXISTS a per-row
+            # check (never a hashed scan of every match), and keeps the ids read through
+            # the GIN index (never the btree walked in order, all of it for a rare word).
+            # A long conversation is left out of the sample: checking one without the
+            # word would read each of its rows.
+            cursor.execute(
+                "WITH sample AS MATERIALIZED (SELECT count(*) >= %s AS common FROM "
+                "(SELECT c.id, c.message_count FROM buffers_conversation c "
+                "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) c "
+                "WHERE c.message_count <= %s AND EXISTS ("
+                "SELECT 1 FROM buffers_messagesearch s WHERE s.conversation_id = c.id "
+                "AND s.document @@ %s::tsquery OFFSET 0)) "
+                "SELECT NULL FROM sample WHERE common UNION ALL ("
+                "SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
+                "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
+                "UNION ALL (SELECT c.id FROM buffers_conversation c "
+                f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery OFFSET 0)) m "
+                "WHERE NOT (SELECT common FROM sample) LIMIT %s)",
+                [
+                    *(DENSE_SAMPLE // dense_share, DENSE_SAMPLE, SAMPLE_LONGEST, query),
+                    *(query, query, max(cap + 1, 0)),
+                ],
+            )
+        else:  # FTS5 gives rows as it finds them: DISTINCT ... LIMIT stops early
+            cursor.execute(
+                "SELECT DISTINCT conversation_id FROM buffers_messagesearch "
+                "WHERE buffers_messagesearch MATCH %s LIMIT %s",
+                [f"body : ({_fts_body(words)})", max(cap + 1, 0)],
+            )
+        rows = [pk for (pk,) in cursor.fetchall()]
+    if None in rows:
+        return [], True
+    return [int(pk) for pk in rows], False
+
+
+def _titles_match(words: Sequence[str]) -> Q:
+    """SQLite: the list's conversations whose title and source hold every word."""
+    sql = "SELECT rowid FROM buffers_conversationsearch WHERE buffers_conversationsearch MATCH %s"
+    return Q(pk__in=RawSQL(sql, (_fts_body(words),)))
+
+
+def _each_conversation_holds(words: Sequence[str]) -> RawSQL:
+    """A condition on each conversation of the list (``buffers_conversation``, its table
+    unaliased as the list's main query has it): one of its messages, or its title and
+    source, holds every word. Checked as the ordered list reaches each conversation."""
     if _vendor() == "postgresql":
-        sql = (
-            "SELECT s.conversation_id FROM buffers_messagesearch s "
-            "WHERE s.document @@ %s::tsquery "
-            "UNION ALL SELECT c.id FROM buffers_conversation c "
-            f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery"
-        )
         query = _pg_query(words)
-        return Q(pk__in=RawSQL(sql, (query, query)))
+        sql = (
+            "(EXISTS (SELECT 1 FROM buffers_messagesearch s "
+            "WHERE s.conversation_id = buffers_conversation.id "
+            "AND s.document @@ %s::tsquery OFFSET 0) OR buffers_conversation.id IN ("
+            f"SELECT c.id FROM buffers_conversation c WHERE {PG_CONVERSATION_DOCUMENT} "
+            "@@ %s::tsquery))"
+        )
+        return RawSQL(sql, (query, query), output_field=BooleanField())
+    # An FTS5 query of a prefix gathers every match of it first (25 ms for "report" over a
+    # million messages), too much to ask of each conversation: its messages' words are
+    # read by rowid instead, each indexed word after a space (``words_of``).
+    holds = " AND ".join(["instr(' ' || s.body || ' ', %s)"] * len(words))
     sql = (
-        "SELECT conversation_id FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s "
-        "UNION ALL SELECT rowid FROM buffers_conversationsearch "
-        "WHERE buffers_conversationsearch MATCH %s"
+        "(EXISTS (SELECT 1 FROM buffers_message m JOIN buffers_messagesearch s "
+        "ON s.rowid = m.id WHERE m.conversation_id = buffers_conversation.id "
+        f"AND {holds}) OR buffers_conversation.id IN (SELECT rowid FROM "
+        "buffers_conversationsearch WHERE buffers_conversationsearch MATCH %s))"
     )
-    body = _fts_body(words)
-    return Q(pk__in=RawSQL(sql, (f"body : ({body})", body)))
+    needles = [f" {w}" if _prefix(w) else f" {w} " for w in words]
+    return RawSQL(sql, (*needles, _fts_body(words)), output_field=BooleanField())
 
 
 @dataclass(frozen=True)
@@ -284,49 +388,124 @@ def first_hits(conversation_ids: Sequence[int], words: Sequence[str]) -> dict[in
     return {hit.conversation_id: hit for hit in hits}
 
 
+@dataclass(frozen=True)
+class Found:
+    """Where a search inside a conversation stands: how many messages hold the words, the
+    hit chosen (its index in the buffer, or None) and its place among them, from 1."""
+
+    count: int
+    index: int | None = None
+    number: int | None = None
+
+
+def step(
+    conversation: Conversation, words: Sequence[str], current: int | None, *, backwards: bool
+) -> Found:
+    """The hit after index ``current`` (before it, ``backwards``), round the end of the
+    buffer as a browser's find goes round the page; the first (last) when there is no
+    current. One query: the database counts and takes the MIN (MAX) past the bound, so no
+    index comes back to Python but the one chosen."""
+    if not words:
+        return Found(0)
+    if backwards:
+        bound = 2**62 if current is None else current
+        sql = (
+            "SELECT COUNT(*), MAX(CASE WHEN i < %s THEN i END), MAX(i), "
+            "SUM(CASE WHEN i < %s THEN 1 ELSE 0 END) FROM ({}) h"
+        )
+    else:
+        bound = -1 if current is None else current
+        sql = (
+            "SELECT COUNT(*), MIN(CASE WHEN i > %s THEN i END), MIN(i), "
+            "SUM(CASE WHEN i <= %s THEN 1 ELSE 0 END) FROM ({}) h"
+        )
+    count, past, wrapped, passed = _aggregate(conversation, words, sql, [bound, bound])
+    if not count:
+        return Found(0)
+    if past is not None:  # the one after ``passed`` hits (backwards: the ``passed``-th)
+        return Found(count, past, passed if backwards else passed + 1)
+    return Found(count, wrapped, count if backwards else 1)
+
+
+def found_at(conversation: Conversation, words: Sequence[str], index: int | None) -> Found:
+    """How many messages hold the words and, when the message at ``index`` is one of
+    them, its place among them. One query."""
+    if not words:
+        return Found(0)
+    at = -1 if index is None else index
+    sql = (
+        "SELECT COUNT(*), MAX(CASE WHEN i = %s THEN i END), NULL, "
+        "SUM(CASE WHEN i <= %s THEN 1 ELSE 0 END) FROM ({}) h"
+    )
+    count, hit, _, passed = _aggregate(conversation, words, sql, [at, at])
+    if hit is None:
+        return Found(count or 0)
+    return Found(count, hit, passed)
+
+
 def hit_indexes(conversation: Conversation, words: Sequence[str]) -> list[int]:
-    """The index of every message of the conversation holding the words, in buffer order.
-    One query; it reads the conversation's matches only."""
+    """The index of every message of the conversation holding the words, in buffer order
+    (for tests and tools: the pages ask ``step`` and ``found_at``, which return none)."""
     if not words:
         return []
-    rows = _hit_rows(conversation, words)
-    return [index for index, _ in rows]
+    hits, params = _hits(conversation, words)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT i FROM ({hits}) h ORDER BY i", params)
+        return [index for (index,) in cursor.fetchall()]
 
 
 def hits_page(
     conversation: Conversation, words: Sequence[str], *, offset: int, limit: int
 ) -> tuple[int, list[Hit]]:
     """How many messages of the conversation hold the words, and those from the
-    ``offset``-th hit on (at most ``limit``), in buffer order, with snippets. Two queries."""
+    ``offset``-th hit on (at most ``limit``), in buffer order, with snippets. Two queries:
+    the database numbers the hits and gives the page's, with the count on each row (and on
+    the first hit's, so that a page past the end still has it)."""
     if not words:
         return 0, []
-    rows = _hit_rows(conversation, words)
-    page = [pk for _, pk in rows[offset : offset + limit]]
-    by_pk = {row.pk: row for row in _messages(page)}
-    return len(rows), [_hit(by_pk[pk], words) for pk in page if pk in by_pk]
-
-
-def _hit_rows(conversation: Conversation, words: Sequence[str]) -> list[tuple[int, int]]:
-    """(index, message id) of each hit in the conversation, in buffer order."""
+    hits, params = _hits(conversation, words)
+    sql = (
+        "SELECT n, pk, r FROM (SELECT id AS pk, COUNT(*) OVER () AS n, "
+        f"ROW_NUMBER() OVER (ORDER BY i) AS r FROM ({hits}) h) numbered "
+        "WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r"
+    )
     with connection.cursor() as cursor:
-        if _vendor() == "postgresql":
-            cursor.execute(
-                "SELECT b.start + m.slot, m.id FROM buffers_messagesearch s "
-                "JOIN buffers_message m ON m.id = s.message_id "
-                "JOIN buffers_block b ON b.id = m.block_id "
-                "WHERE s.conversation_id = %s AND s.document @@ %s::tsquery "
-                "ORDER BY 1",
-                [conversation.pk, _pg_query(words)],
-            )
-        else:
-            cursor.execute(
-                "SELECT b.start + m.slot, m.id FROM buffers_messagesearch "
-                "JOIN buffers_message m ON m.id = buffers_messagesearch.rowid "
-                "JOIN buffers_block b ON b.id = m.block_id "
-                "WHERE buffers_messagesearch MATCH %s ORDER BY 1",
-                [f'conversation_id : "{conversation.pk}" AND body : ({_fts_body(words)})'],
-            )
-        return [(index, pk) for index, pk in cursor.fetchall()]
+        cursor.execute(sql, [*params, offset, offset + limit])
+        rows = cursor.fetchall()
+    if not rows:
+        return 0, []
+    page = [pk for _, pk, number in rows if offset < number <= offset + limit]
+    by_pk = {row.pk: row for row in _messages(page)}
+    return rows[0][0], [_hit(by_pk[pk], words) for pk in page if pk in by_pk]
+
+
+def _aggregate(
+    conversation: Conversation, words: Sequence[str], sql: str, before: list[int]
+) -> tuple[Any, ...]:
+    hits, params = _hits(conversation, words)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.format(hits), [*before, *params])
+        row = cursor.fetchone()
+    return tuple(row)
+
+
+def _hits(conversation: Conversation, words: Sequence[str]) -> tuple[str, list[Any]]:
+    """A query of (i: index in the buffer, id: message id) of each hit in the
+    conversation, and its parameters."""
+    if _vendor() == "postgresql":
+        return (
+            "SELECT b.start + m.slot AS i, m.id AS id FROM buffers_messagesearch s "
+            "JOIN buffers_message m ON m.id = s.message_id "
+            "JOIN buffers_block b ON b.id = m.block_id "
+            "WHERE s.conversation_id = %s AND s.document @@ %s::tsquery",
+            [conversation.pk, _pg_query(words)],
+        )
+    return (
+        "SELECT b.start + m.slot AS i, m.id AS id FROM buffers_messagesearch "
+        "JOIN buffers_message m ON m.id = buffers_messagesearch.rowid "
+        "JOIN buffers_block b ON b.id = m.block_id WHERE buffers_messagesearch MATCH %s",
+        [f'conversation_id : "{conversation.pk}" AND body : ({_fts_body(words)})'],
+    )
 
 
 def _messages(message_ids: Sequence[int]) -> Iterable[Any]:

@@ -4,7 +4,6 @@ for reads; htmx requests get the named partial they swap."""
 from __future__ import annotations
 
 import ipaddress
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -31,7 +30,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
-from . import access, exports, healing, presenters, search, selectors, services
+from . import access, exports, healing, idempotency, presenters, search, selectors, services
 from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
 from .healing import sendability
 from .models import Conversation, SignInLink
@@ -165,8 +164,8 @@ def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     query = search.clean(request.GET.get("q"))
     if query:  # opened at a hit (a search's link, or the search without JavaScript)
         words = search.terms(query)
-        at = _int(request.GET.get("at"))
-        context["search"] = SearchState.at(search.hit_indexes(conversation, words), query, at)
+        found = search.found_at(conversation, words, _int(request.GET.get("at")))
+        context["search"] = SearchState.of(found, query)
     return render(request, "buffers/conversation_detail.html", context)
 
 
@@ -182,23 +181,8 @@ class SearchState:
     words: list[str] = field(default_factory=list)
 
     @classmethod
-    def at(cls, hits: list[int], query: str, index: int | None) -> SearchState:
-        place = bisect_left(hits, index) if index is not None else len(hits)
-        if place < len(hits) and hits[place] == index:
-            return cls(query, len(hits), place + 1, index, search.terms(query))
-        return cls(query, len(hits), None, None, search.terms(query))
-
-
-def _step(hits: list[int], current: int | None, backwards: bool) -> int | None:
-    """The hit after ``current`` (before it, ``backwards``), round the end of the buffer
-    as a browser's find goes round the page; the first (last) when there is no current."""
-    if not hits:
-        return None
-    if backwards:
-        place = len(hits) if current is None else bisect_left(hits, current)
-        return hits[place - 1] if place > 0 else hits[-1]
-    place = 0 if current is None else bisect_right(hits, current)
-    return hits[place] if place < len(hits) else hits[0]
+    def of(cls, found: search.Found, query: str) -> SearchState:
+        return cls(query, found.count, found.number, found.index, search.terms(query))
 
 
 @require_safe
@@ -208,11 +192,12 @@ def conversation_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     (htmx swaps it in, with the count); without JavaScript, the page opened at it."""
     conversation = _visible(request, pk)
     query = search.clean(request.GET.get("q"))
-    hits = search.hit_indexes(conversation, search.terms(query))
     same_search = request.GET.get("searched") == query
     current = _int(request.GET.get("from")) if same_search else None
-    index = _step(hits, current, backwards=request.GET.get("go") == "previous")
-    state = SearchState.at(hits, query, index)
+    backwards = request.GET.get("go") == "previous"
+    found = search.step(conversation, search.terms(query), current, backwards=backwards)
+    state = SearchState.of(found, query)
+    index = found.index
     url = reverse("buffers:conversation", args=[pk])
     params = {"q": query} if query else {}
     if index is not None:
@@ -462,9 +447,9 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if report.refusal:  # nothing was written: say so where reports go, and touch nothing else
         if not request.htmx:
             flash.warning(request, sentences[0])
-            return redirect("buffers:conversation", pk=pk)
+            return idempotency.wrote_nothing(redirect("buffers:conversation", pk=pk))
         response = render(request, "buffers/conversation_detail.html#report", {"report": sentences})
-        return reswap(retarget(response, "#report"), "outerHTML")
+        return idempotency.wrote_nothing(reswap(retarget(response, "#report"), "outerHTML"))
     if not request.htmx:
         for sentence in sentences:
             flash.info(request, sentence)
@@ -501,7 +486,7 @@ def _form_errors(
             f"buffers/conversation_detail.html#{kind}-form",
             {"conversation": conversation, f"{kind}_form": form},
         )
-        return reswap(retarget(response, f"#{kind}-form"), "outerHTML")
+        return idempotency.wrote_nothing(reswap(retarget(response, f"#{kind}-form"), "outerHTML"))
     start = _int(request.POST.get("at")) or 0
     context = _page_context(conversation, start, start + presenters.PAGE, can_drive=True)
     context[f"{kind}_form"] = form

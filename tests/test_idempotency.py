@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection, connections, transaction
 from django.test import Client
 from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
@@ -186,6 +188,27 @@ def test_the_inspectors_form_sends_a_key_so_a_double_submit_appends_once(
     assert conversation.message_count == 4
 
 
+@pytest.mark.django_db
+def test_a_form_refused_for_its_errors_leaves_its_key_free_for_the_form_put_right(
+    client: Client,
+) -> None:
+    conversation = store([user("go"), assistant("c1")])
+    url = f"/c/{conversation.pk}/append"
+    wrong = {"kind": "user", "at": "0", "user-content": "", "idempotency_key": "form-2"}
+    htmx = {"HX-Request": "true"}
+
+    for _ in range(2):  # both answers put the errors in the form, neither is a replay
+        answer = client.post(url, wrong, headers=htmx)
+        assert answer.status_code == 200
+        assert answer["HX-Retarget"] == "#user-form"
+        assert "Idempotent-Replayed" not in answer
+    right = client.post(url, {**wrong, "user-content": "now?"}, headers=htmx)
+
+    assert "Idempotent-Replayed" not in right
+    conversation.refresh_from_db()
+    assert conversation.message_count == 4
+
+
 @pytest.mark.django_db(transaction=True)
 def test_requests_with_one_key_at_once_write_once(live_server: LiveServer) -> None:
     conversation = store([user("go"), assistant("c1")])
@@ -235,3 +258,37 @@ def test_the_api_documents_the_key_and_the_409_on_every_write_and_only_there() -
             else:
                 assert headers == [], (method, path)
                 assert "409" not in operation["responses"], (method, path)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_keys_short_wait_bounds_the_claim_only_not_the_write_it_guards(
+    live_server: LiveServer, settings: Any
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the claim's wait is PostgreSQL's lock_timeout")
+    settings.FLOWDROP_IDEMPOTENCY_WAIT = 0.3
+    conversation = store([user("go"), assistant("c1")])
+    held = threading.Event()
+
+    def hold_the_row() -> None:  # a long write holding the conversation's row a while
+        with transaction.atomic():
+            Conversation.objects.select_for_update().get(pk=conversation.pk)
+            held.set()
+            time.sleep(1.5)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    held.wait(5)
+    headers = {"Content-Type": "application/json", "Idempotency-Key": "slow-1"}
+    request = urllib.request.Request(
+        f"{live_server.url}/api/conversations/{conversation.pk}/messages",
+        json.dumps(TURN).encode(),
+        {**headers, **bearer(acting_user())},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200
+    holder.join()
+    conversation.refresh_from_db()
+    assert conversation.message_count == 4

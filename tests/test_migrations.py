@@ -20,7 +20,9 @@ backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 
 
 @pytest.mark.django_db
-def test_the_verdicts_backfill_gives_each_conversation_what_a_fresh_check_says() -> None:
+def test_the_verdicts_backfill_gives_each_conversation_what_a_fresh_check_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     stored = [
         store([user("go"), assistant("c1", "c2"), result("c2")], title="open call"),
         store([user("go"), assistant("c1"), result("c1"), result("c1"), result("c9")]),
@@ -29,7 +31,7 @@ def test_the_verdicts_backfill_gives_each_conversation_what_a_fresh_check_says()
     ]
     Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
 
-    backfill.BATCH = 2  # several statements, as a big database makes
+    monkeypatch.setattr(backfill, "BATCH", 2)  # several statements, as a big database makes
     backfill.compute_tallies(apps, None)
 
     for conversation in stored:

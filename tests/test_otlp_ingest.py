@@ -516,4 +516,5 @@ def test_a_conversation_someone_else_keyed_like_an_ingest_one_never_takes_its_sp
     assert roles(theirs) == ["user", "assistant", "tool", "assistant"]
     assert Conversation.objects.filter(owner=owner).count() == 1  # no branch was made
     [kept] = Conversation.objects.filter(owner=mallory)
-    assert roles(kept) == ["user"] and "otel" not in kept.metadata
+    assert roles(kept) == ["user"]
+    assert "otel" not in kept.metadata

@@ -6,6 +6,7 @@ and PostgreSQL (tsvector and GIN): both must answer alike."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 import pytest
@@ -29,9 +30,20 @@ def hits(conversation: Conversation, query: str) -> list[int]:
 
 
 def found(query: str) -> set[str]:
-    """The titles of the conversations that the query finds (title, source or a message)."""
-    matching = Conversation.objects.filter(search.matching_conversations(search.terms(query)))
-    return set(matching.values_list("title", flat=True))
+    """The titles of the conversations that the query finds (title, source or a message),
+    the same whether the words are rare (the matching ids are collected first) or common
+    (each conversation is checked as the list reaches it; on PostgreSQL also when the
+    sample of recent conversations says so)."""
+
+    def titles(**tuning: int) -> set[str]:
+        condition = search.matching_conversations(search.terms(query), **tuning)
+        return set(Conversation.objects.filter(condition).values_list("title", flat=True))
+
+    rare = titles()
+    assert titles(cap=-1) == rare, "as a common word"
+    # PostgreSQL: a share of none of the sample is common (SQLite takes no sample)
+    assert titles(dense_share=search.DENSE_SAMPLE + 1) == rare, "as the sample finds common"
+    return rare
 
 
 def index_rows() -> int:
@@ -745,8 +757,9 @@ def test_the_list_search_costs_a_fixed_number_of_queries(client: Client) -> None
         assert answer.text.count('<p class="snippet">') == min(total, 50)
         counts.append(len(queries.captured_queries))
 
-    # session, user, count, the page, each one's first hit, those messages
-    assert counts == [6, 6]
+    # session, user, the matching conversations' ids, count, the page, each one's first
+    # hit, those messages
+    assert counts == [7, 7]
 
 
 def test_the_api_list_search_costs_a_fixed_number_of_queries(client: Client) -> None:
@@ -759,8 +772,9 @@ def test_the_api_list_search_costs_a_fixed_number_of_queries(client: Client) -> 
         assert sum(c["match"] is not None for c in page["conversations"]) == min(total, 50)
         counts.append(len(queries.captured_queries))
 
-    # session, user, the page, each one's first hit, those messages, the total
-    assert counts == [6, 6]
+    # session, user, the matching conversations' ids, the page, each one's first hit,
+    # those messages, the total
+    assert counts == [7, 7]
 
 
 def test_the_search_in_a_conversation_costs_a_fixed_number_of_queries(client: Client) -> None:
@@ -775,7 +789,8 @@ def test_the_search_in_a_conversation_costs_a_fixed_number_of_queries(client: Cl
         assert hit in (101, 150)
         counts.append(len(queries.captured_queries))
 
-    # session, user, conversation, the hits' indexes, unanswered calls, the window's messages
+    # session, user, conversation, the hit's place (count, next, number: one aggregate),
+    # unanswered calls, the window's messages
     assert counts == [6, 6]
 
 
@@ -788,5 +803,59 @@ def test_the_api_search_costs_a_fixed_number_of_queries(client: Client) -> None:
             api_search(client, conversation, q="needle")
         counts.append(len(queries.captured_queries))
 
-    # session, user, conversation, hit rows, their messages
+    # session, user, conversation, the page's hits (numbered, with the count), their messages
     assert counts == [5, 5]
+
+
+def test_the_list_search_is_the_same_page_whether_its_word_is_rare_or_common(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(12):
+        store([user("hay"), user(f"needle {n}" if n % 3 else "straw")], title=f"run {n}")
+    store([user("hay")], title="needle in the title")
+    rare = listed(client, "needle")
+
+    monkeypatch.setattr(search, "MATCH_CAP", 2)
+    common = listed(client, "needle")
+
+    assert common == rare
+    assert len(rare) == 9
+    assert "needle in the title" in rare
+
+
+def test_the_api_list_counts_a_few_pages_on_and_says_when_there_are_more(
+    client: Client,
+) -> None:
+    for n in range(8):
+        store([user(f"needle {n}")], title=f"run {n}")
+
+    short = client.get("/api/conversations", {"q": "needle", "limit": "1"}).json()
+    whole = client.get("/api/conversations", {"q": "needle", "limit": "2"}).json()
+    later = client.get("/api/conversations", {"q": "needle", "limit": "1", "offset": "3"}).json()
+
+    assert (short["total"], short["total_exact"]) == (5, False)
+    assert (whole["total"], whole["total_exact"]) == (8, True)
+    assert (later["total"], later["total_exact"]) == (8, True)
+
+
+def test_each_step_inside_a_conversation_is_the_one_the_list_of_hits_gives(
+    needles: Conversation,
+) -> None:
+    words = search.terms("needle")
+    every = search.hit_indexes(needles, words)
+    assert every == [2, 120, 190]
+
+    for current in (None, 0, 1, 2, 3, 120, 150, 190, 199, 10**6):
+        after = bisect_right(every, -1 if current is None else current)
+        index = every[after % len(every)]
+        assert search.step(needles, words, current, backwards=False) == search.Found(
+            3, index, every.index(index) + 1
+        ), current
+        before = bisect_left(every, 10**9 if current is None else current)
+        index = every[before - 1]
+        assert search.step(needles, words, current, backwards=True) == search.Found(
+            3, index, every.index(index) + 1
+        ), current
+    assert search.found_at(needles, words, 120) == search.Found(3, 120, 2)
+    assert search.found_at(needles, words, 121) == search.Found(3)
+    assert search.step(needles, search.terms("haystack"), 5, backwards=False) == search.Found(0)

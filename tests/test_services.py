@@ -163,3 +163,46 @@ def test_healing_many_calls_takes_statements_per_block_not_per_call(settings: An
     assert len(statements) < 40
     assert conversation.messages.filter(is_placeholder=True).count() == 400
     assert_consistent(conversation)
+
+
+def test_a_tail_append_reads_the_conversation_once_and_grows_its_last_block_in_place(
+    settings: Any,
+) -> None:
+    """The common append, rows at the end: the conversation row is read once (not again
+    under the lock: the counters' compare-and-set checks it), and the last block is found
+    by the statement that grows it (no read of it first)."""
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    conversation = store([*filler(100), assistant("late")])
+
+    statements = queries_to_append(conversation, user("again"))
+
+    reads = [s for s in statements if s.startswith("SELECT")]
+    assert sum('FROM "buffers_conversation"' in s for s in reads) == 1
+    assert not [s for s in reads if s.startswith('SELECT "buffers_block"')]
+    assert len(statements) <= 13  # BEGIN and COMMIT (and the advisory lock) included
+    assert_consistent(conversation)
+
+
+@pytest.mark.parametrize("meanwhile", ["append", "delete"])
+def test_an_append_given_a_row_read_before_another_write_plans_on_the_buffer_as_it_is(
+    meanwhile: str,
+) -> None:
+    """An entry point's row serves under the lock only while it is the stored one: when
+    another write got in between (longer, or shorter after an admin delete), the append
+    reads it again and plans on the buffer as it now is."""
+    conversation = store([user("go"), assistant("c1"), user("more"), assistant("c2")])
+    checked = Conversation.objects.get(pk=conversation.pk)
+    if meanwhile == "append":
+        append(conversation, result("c1"), result("c2"), user("between"))
+    else:
+        services.delete_message(conversation_id=conversation.pk, index=2, via="tests", by=None)
+
+    report = services.append_messages(
+        conversation=checked, messages=parse([user("late")]), via="tests"
+    )
+
+    assert report.refusal == ""
+    stored = selectors.buffer_messages(conversation)
+    assert stored[-1].content == "late"
+    assert report.count == len(stored)
+    assert_consistent(conversation)

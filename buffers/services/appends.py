@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from itertools import batched
 from typing import Any
 
+from django.db import DatabaseError
 from django.db.models import F
 from django.utils import timezone
 
@@ -60,15 +61,55 @@ def append_messages(
     if refused := _refused(target, via):
         return refused
 
-    def append(locked: Conversation) -> healing.AppendReport:
+    def write(locked: Conversation) -> healing.AppendReport:
         if changed := _changed_since_checked(target, locked, via):
             return healing.AppendReport.refused(changed)
         facts, stored = _load_facts(locked, messages)
         plan = healing.plan_append(facts, messages)
+        if not (plan.inserts or plan.replacements) and locked is target:
+            _check_unchanged(locked)  # no write below to compare and set
         _apply(locked, plan, stored, Writer(via, by, Action.APPEND))
         return plan.report
 
-    return with_buffer_lock(target.pk, via, append)
+    def append(locked: Conversation) -> healing.AppendReport:
+        if locked is not target:
+            return write(locked)
+        try:
+            return write(locked)
+        except _StaleBuffer:
+            pass
+        except DatabaseError:
+            raise
+        except Exception:
+            # Planned on a row that may be stale (a length, a tally that no longer hold):
+            # nothing is written before the compare-and-set, so only a row still stored
+            # makes the error real.
+            if _unchanged(locked).exists():
+                raise
+        # The row read before the lock is not the stored one any more (another write got in
+        # first): nothing is written yet, so plan again on the row read under the lock.
+        return write(_conversation(target.pk))
+
+    # The row checked above serves under the lock: its first write is a compare-and-set on
+    # it (``_apply``), so a changed buffer is read again and planned again.
+    return with_buffer_lock(target.pk, via, append, loaded=target)
+
+
+def _unchanged(conversation: Conversation) -> Any:
+    """The conversation's row, if it is still as ``conversation`` was read: the same version
+    (no write since), owner and scope (who may write, MEM-6..9)."""
+    return Conversation.objects.filter(
+        pk=conversation.pk,
+        version=conversation.version,
+        owner_id=conversation.owner_id,
+        scope=conversation.scope,
+        scope_id=conversation.scope_id,
+    )
+
+
+def _check_unchanged(conversation: Conversation) -> None:
+    if not _unchanged(conversation).exists():
+        raise _StaleBuffer
 
 
 def _conversation(conversation_id: int | None) -> Conversation:
@@ -146,7 +187,7 @@ def _apply(
         return
     tally = tally_after(conversation, plan)  # reads the rows around the change, as they are
     # First, and only if no other append wrote since the facts were read (MEM-12).
-    changed = Conversation.objects.filter(pk=conversation.pk, version=conversation.version).update(
+    changed = _unchanged(conversation).update(
         version=F("version") + 1,
         message_count=F("message_count") + len(plan.inserts),
         unanswered_count=F("unanswered_count") + plan.unanswered_delta,
@@ -222,12 +263,16 @@ def _journal_plan(
 ) -> None:
     """The journal entry for a plan: each new row by its index, and each replaced
     placeholder with its old and new message."""
-    old_by_pk = {
-        pk: {"role": role, "content": content, "metadata": metadata}
-        for pk, role, content, metadata in Message.objects.filter(
-            pk__in=[stored[r.original_position].pk for r in plan.replacements]
-        ).values_list("pk", "role", "content", "metadata")
-    }
+    old_by_pk = (
+        {
+            pk: {"role": role, "content": content, "metadata": metadata}
+            for pk, role, content, metadata in Message.objects.filter(
+                pk__in=[stored[r.original_position].pk for r in plan.replacements]
+            ).values_list("pk", "role", "content", "metadata")
+        }
+        if plan.replacements
+        else {}
+    )
     rows: list[dict[str, Any]] = [
         {
             "change": "replaced",

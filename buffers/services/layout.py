@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from itertools import batched
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Case, F, Value, When
 
 from buffers import healing
@@ -94,19 +95,26 @@ def _place_tail(
     block_size = settings.FLOWDROP_BUFFER_BLOCK_SIZE
     placed: list[Message] = []
     remaining = list(tail)
-    last = Block.objects.filter(conversation=conversation).order_by("-start").first()
+    last: tuple[int, int] | None  # the last block's id and start
+    if grown:  # mid-buffer rows too: the last block's room counts them
+        found = Block.objects.filter(conversation=conversation).order_by("-start").first()
+        last, room = None, 0
+        if found is not None:
+            last, room = (found.pk, found.start), block_size - found.size - grown.get(found.pk, 0)
+            grown[found.pk] = grown.get(found.pk, 0) + max(0, min(room, len(remaining)))
+    else:
+        last, room = _grow_last_block(conversation, tail[0].position, len(tail), block_size)
     if last is not None:
-        room = max(0, block_size - last.size - grown.get(last.pk, 0))
-        for insert in remaining[:room]:
-            placed.append(
-                Message.from_core(
-                    insert.message,
-                    conversation=conversation,
-                    block_id=last.pk,
-                    slot=insert.position - last.start,
-                )
+        room = max(0, room)
+        placed += [
+            Message.from_core(
+                insert.message,
+                conversation=conversation,
+                block_id=last[0],
+                slot=insert.position - last[1],
             )
-        grown[last.pk] = grown.get(last.pk, 0) + len(remaining[:room])
+            for insert in remaining[:room]
+        ]
         remaining = remaining[room:]
     chunks = [list(chunk) for chunk in batched(remaining, block_size)]
     blocks = Block.objects.bulk_create(
@@ -126,6 +134,27 @@ def _place_tail(
             for insert in chunk
         ]
     return placed
+
+
+def _grow_last_block(
+    conversation: Conversation, end: int, count: int, block_size: int
+) -> tuple[tuple[int, int] | None, int]:
+    """The common append, rows at the end only: the last block (which ends at ``end``, the
+    buffer's length) grows by as many of the ``count`` rows as it has room for, in one
+    statement that answers its id and start (None: no block yet) and how many it took."""
+    greatest, least = ("MAX", "MIN") if connection.vendor == "sqlite" else ("GREATEST", "LEAST")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE buffers_block SET size = {greatest}(size, {least}(%s, %s - start)) "
+            "WHERE id = (SELECT id FROM buffers_block WHERE conversation_id = %s "
+            "ORDER BY start DESC LIMIT 1) RETURNING id, start, size",
+            [block_size, end + count, conversation.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None, 0
+    pk, start, size = row
+    return (pk, start), size - (end - start)
 
 
 def _resize_blocks(grown: dict[int, int]) -> None:

@@ -36,9 +36,21 @@ class _StaleBuffer(Exception):
 _LOCK_CLASS = 0x466C6F77
 
 
-def with_buffer_lock[T](conversation_id: int, via: str, work: Callable[[Conversation], T]) -> T:
+def with_buffer_lock[T](
+    conversation_id: int,
+    via: str,
+    work: Callable[[Conversation], T],
+    *,
+    loaded: Conversation | None = None,
+) -> T:
     """Run ``work`` on the conversation in one transaction that holds its buffer lock;
     every write to a buffer goes through here. ``via`` names the entry point in warnings.
+
+    ``work`` gets the conversation read under the lock; or ``loaded``, the row the caller
+    read before it (no second read), when ``work`` writes only if that row is still the
+    stored one (a compare-and-set on its version, as ``append_messages`` does). On
+    PostgreSQL ``loaded`` serves only when the lock was free: after a wait for it, another
+    write most likely got in, and the row is read under the lock.
 
     The lock is per conversation (whose scope, scope id and key are unique together),
     and waiting for it is bounded by FLOWDROP_BUFFER_LOCK_WAIT:
@@ -53,8 +65,24 @@ def with_buffer_lock[T](conversation_id: int, via: str, work: Callable[[Conversa
     with ``BufferBusy`` and nothing written (docs/decisions.md, MEM-12).
     """
 
+    serialized = True
+
     def locked_work() -> T:
-        return work(_lock(conversation_id, via, _wait_ms()))
+        nonlocal serialized, loaded
+        if serialized and connection.vendor == "postgresql":
+            try:
+                if not _take_advisory_lock(conversation_id, via, _wait_ms()):
+                    loaded = None  # it waited for another write: read the row as it is now
+            except _LockWaitOver:
+                # This transaction is aborted: the next one goes unlocked, on the row as
+                # it is then (another write holds the lock, so the loaded one is old).
+                serialized, loaded = False, None
+                raise
+        # SQLite: BEGIN IMMEDIATE already holds the database write lock.
+        if loaded is not None:
+            row, loaded = loaded, None  # a later attempt reads it under the lock
+            return work(row)
+        return work(_get(Conversation.objects.filter(pk=conversation_id), conversation_id))
 
     return _in_bounded_transaction(
         locked_work, f"append to conversation {conversation_id} via {via}"
@@ -72,11 +100,12 @@ def _in_bounded_transaction[T](work: Callable[[], T], what: str) -> T:
     for the write lock that BEGIN IMMEDIATE takes."""
     for attempt in range(1, _ATTEMPTS + 1):
         if connection.vendor == "sqlite" and not connection.in_atomic_block:
-            with connection.cursor() as cursor:
-                cursor.execute(f"PRAGMA busy_timeout = {_wait_ms()}")
+            _sqlite_busy_timeout(_wait_ms())
         try:
             with transaction.atomic():
                 return work()
+        except _LockWaitOver:
+            continue  # warned where the wait ran out
         except _StaleBuffer:
             why: str | None = "the buffer changed under this unserialized append; planning again"
         except OperationalError as error:
@@ -103,37 +132,60 @@ def _retryable(error: OperationalError) -> str | None:
     return None
 
 
-def _lock(conversation_id: int, via: str, wait_ms: int) -> Conversation:
-    conversations = Conversation.objects.filter(pk=conversation_id)
-    if connection.vendor == "postgresql":
-        _take_advisory_lock(conversation_id, via, wait_ms)
-    # SQLite: BEGIN IMMEDIATE already holds the database write lock.
-    return _get(conversations, conversation_id)
+def _sqlite_busy_timeout(wait_ms: int) -> None:
+    """How long SQLite waits for its write lock, set on the connection when it differs from
+    what was set last on that connection (not a statement per write)."""
+    connection.ensure_connection()
+    current = (connection.connection, wait_ms)
+    previous = getattr(connection, "_flowdrop_busy_timeout", None)
+    if previous is None or previous[0] is not current[0] or previous[1] != wait_ms:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        setattr(connection, "_flowdrop_busy_timeout", current)  # noqa: B010
 
 
-def _take_advisory_lock(conversation_id: int, via: str, wait_ms: int) -> None:
+class _LockWaitOver(Exception):
+    """The bounded wait for the advisory lock ran out (PostgreSQL), which aborts the
+    transaction: the next one proceeds unserialized."""
+
+
+# One statement: bound the wait (lock_timeout, for this transaction), take the lock (at
+# once if it is free, else waiting), and put the bound back as it was. Materialized CTEs
+# run in that order, the outer SELECT last; it answers whether the lock was free.
+_ADVISORY_LOCK = """
+WITH bounded AS MATERIALIZED (
+    SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', %s, true)
+), free AS MATERIALIZED (
+    SELECT pg_try_advisory_xact_lock(%s, %s) AS at_once FROM bounded
+), locked AS MATERIALIZED (
+    SELECT at_once, CASE WHEN NOT at_once THEN pg_advisory_xact_lock(%s, %s)::text END
+    FROM free
+)
+SELECT at_once, set_config('lock_timeout', previous, true) FROM bounded, locked
+"""
+
+
+def _take_advisory_lock(conversation_id: int, via: str, wait_ms: int) -> bool:
+    """Take the buffer's advisory lock, waiting at most ``wait_ms``; whether it was free.
+    ``_LockWaitOver`` (with a warning) when the wait ran out: the transaction is then
+    aborted, and the statement's ``set_config`` undone with it."""
     key = [_LOCK_CLASS, conversation_id & 0x7FFFFFFF]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
-            [f"{wait_ms}ms"],
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_ADVISORY_LOCK, [f"{wait_ms}ms", *key, *key])
+            at_once: bool = cursor.fetchone()[0]
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        log.warning(
+            "MEM-12: append to conversation %s via %s could not take the buffer lock "
+            "within %sms; proceeding unserialized",
+            conversation_id,
+            via,
+            wait_ms,
         )
-        previous = cursor.fetchone()[0]
-        try:
-            with transaction.atomic():
-                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
-        except OperationalError as error:
-            if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
-                raise
-            log.warning(
-                "MEM-12: append to conversation %s via %s could not take the buffer lock "
-                "within %sms; proceeding unserialized",
-                conversation_id,
-                via,
-                wait_ms,
-            )
-        finally:
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+        raise _LockWaitOver from error
+    return at_once
 
 
 def _get(conversations: Any, conversation_id: int) -> Conversation:

@@ -12,7 +12,6 @@ from buffers.models import Action, Conversation, SharedWithUser
 
 from .journal import Actor, Writer
 
-
 USERNAME_MAX = User._meta.get_field("username").max_length or 150
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from itertools import batched
 from typing import Any
 
-from django.db.models import F
+from django.db.models import BooleanField, F, Value
 
 from buffers import healing, selectors
 from buffers.healing.verdicts import Tally, is_head, region_counts
@@ -58,8 +58,12 @@ class _OldRows:
 
     def _load(self, first: int, end: int) -> None:
         page = selectors.messages_page(self.conversation, offset=first, limit=end - first)
-        for row in page.only("role", "content", "metadata", "slot", "block"):
-            self.rows[row.index] = row.as_core()
+        for index, role, content, metadata in page.values_list(
+            "index", "role", "content", "metadata"
+        ):  # as Message.as_core, without a model instance per row
+            self.rows[index] = healing.Message.model_construct(
+                role=role, content=content, metadata=metadata
+            )
 
     def prefetch(self, points: Sequence[int]) -> None:
         """The rows around ``points`` (in order), a query per cluster of nearby points, not
@@ -181,16 +185,20 @@ def _id_positions(
     ids = sorted(healing.ids_in_batch(written))
     owners: dict[str, int] = {}
     holders: dict[str, list[int]] = {}
+    owner = Value(True, output_field=BooleanField())
+    holder = Value(False, output_field=BooleanField())
     for chunk in batched(ids, _ID_CHUNK):
-        owners.update(
-            DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).values_list(
-                "call_id", F("message__block__start") + F("message__slot")
-            )
-        )
-        for call_id, position in Message.objects.filter(
+        declared = DeclaredCall.objects.filter(
+            conversation=conversation, call_id__in=chunk
+        ).values_list("call_id", F("message__block__start") + F("message__slot"), owner)
+        answered = Message.objects.filter(
             conversation=conversation, answers_call_id__in=chunk
-        ).values_list("answers_call_id", F("block__start") + F("slot")):
-            holders.setdefault(str(call_id), []).append(position)
+        ).values_list("answers_call_id", F("block__start") + F("slot"), holder)
+        for call_id, position, is_owner in declared.union(answered, all=True):  # one query
+            if is_owner:
+                owners[call_id] = position
+            else:
+                holders.setdefault(str(call_id), []).append(position)
     return owners, holders
 
 
