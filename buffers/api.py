@@ -581,10 +581,9 @@ def _get_and_head(path: str, **options: Any) -> Callable[[Callable[..., Any]], C
 _ERRORS = {
     400: Error, 401: Error, 403: Error, 404: Error, 405: Error, 409: Error, 422: Error, 503: Error
 }  # fmt: skip
-_READ_ERRORS = {401: Error, 404: Error, 405: Error, 422: Error}
-# A query parameter that takes text can hold a character no parameter takes (a NUL):
-# RefuseUnstorableQuery answers those with a 400 before any view runs.
-_TEXT_QUERY_ERRORS = {400: Error, **_READ_ERRORS}
+# 400 on reads too: any query parameter, even one no endpoint takes, can hold a character
+# no parameter takes (a NUL), and RefuseUnstorableQuery answers it before any view runs.
+_READ_ERRORS = {400: Error, 401: Error, 404: Error, 405: Error, 422: Error}
 _CREATE_ERRORS = {
     400: Error, 401: Error, 403: Error, 405: Error, 409: Error, 422: Error, 503: Error
 }  # fmt: skip
@@ -703,7 +702,7 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
 
 @_get_and_head(
     "/conversations",
-    response={200: ConversationPage, **_TEXT_QUERY_ERRORS},
+    response={200: ConversationPage, **_READ_ERRORS},
     tags=["conversations"],
 )
 def list_conversations(request: HttpRequest, filters: Query[ConversationFilter]) -> dict[str, Any]:
@@ -818,7 +817,7 @@ def list_messages(
 
 @_get_and_head(
     "/conversations/{int:conversation_id}/search",
-    response={200: SearchPage, **_TEXT_QUERY_ERRORS},
+    response={200: SearchPage, **_READ_ERRORS},
     tags=["messages"],
 )
 def search_conversation(

@@ -94,3 +94,17 @@ def test_the_api_says_which_parameter_in_json() -> None:
     assert answer.json()["problems"] == [
         {"path": "query.q", "message": "holds the character U+0000, which no parameter takes"}
     ]
+
+
+def test_every_api_read_documents_that_400() -> None:
+    document = signed_in().get("/api/openapi.json").json()
+
+    reads = [
+        (path, operation)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if method == "get"
+    ]
+    assert len(reads) >= 6
+    for path, operation in reads:
+        assert "400" in operation["responses"], path
