@@ -21,7 +21,7 @@ from buffers.services import Writer, with_buffer_lock
 from buffers.services.appends import _apply, _load_facts
 from tests.buffers import assistant, parse, placeholder, result, store, user
 from tests.integrity import assert_consistent
-from tests.test_properties import batches, buffers
+from tests.test_properties import batches, buffers, messages
 
 pytestmark = pytest.mark.django_db
 
@@ -162,10 +162,15 @@ def test_what_live_ingest_stores_verbatim_keeps_the_verdicts() -> None:
     assert stored(conversation).problems == {"duplicate_result": 1, "orphan_result": 1}
 
 
+# Longer than the rows an append reads around a change (services.verdicts._PAGE), so that
+# what lies beyond them is there to be wrongly counted.
+long_buffers = st.lists(messages(usable_only=False), min_size=20, max_size=90)
+
+
 @override_settings(FLOWDROP_BUFFER_BLOCK_SIZE=3)
 @hypothesis_settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    buffer=buffers,
+    buffer=st.one_of(buffers, long_buffers),
     writes=st.lists(
         st.one_of(batches, st.just("heal"), st.tuples(st.just("verbatim"), buffers)),
         min_size=1,
