@@ -49,6 +49,7 @@ LENGTH = 100_000
 LIMIT = transcripts.MAX_TRANSCRIPT_BYTES
 # The runtime logs' generators; importing it lifts the limit below too.
 exchange = importlib.import_module("benchmarks.exchange")
+append_benchmark = importlib.import_module("benchmarks.append")
 # The runtime logs of 100,000 messages are larger than the command and the upload page
 # take (32 MB); the import itself is measured on them all the same.
 transcripts.MAX_TRANSCRIPT_BYTES = 1 << 30
@@ -59,35 +60,8 @@ FILE_NAMES = {"claude-code": "session.jsonl", "codex": "rollout.jsonl", "stored"
 def stored_transcript(length: int) -> list[healing.Message]:
     """benchmarks/append.py's transcript (user, a call, its result, an answer), crashed at
     its middle: the 16 MB file issue 16's command target was measured on."""
-    raw: list[dict[str, Any]] = []
-    n = 0
-    while len(raw) < length:
-        raw += [
-            {"role": "user", "content": f"Question {n}: what does the report say about item {n}?"},
-            {
-                "role": "assistant",
-                "content": "",
-                "metadata": {
-                    "tool_calls": [
-                        {"tool_call_id": f"f{n}", "name": "search", "args": {"q": f"item {n}"}}
-                    ]
-                },
-            },
-            {
-                "role": "tool",
-                "content": f"Item {n}: " + "lorem ipsum dolor sit amet " * 8,
-                "metadata": {"tool_call_id": f"f{n}"},
-            },
-            {"role": "assistant", "content": f"The report says item {n} is on track."},
-        ]
-        n += 1
-    crashed = {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"tool_call_id": "crashed", "name": "x"}],
-    }
-    raw.insert(length // 2, crashed)
-    return healing.parse_messages(raw[:length])
+    messages: list[healing.Message] = append_benchmark.transcript(length, dangling_at=length // 2)
+    return messages
 
 
 def write_files(folder: Path, cases: list[str]) -> dict[str, Path]:

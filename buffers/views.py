@@ -213,9 +213,7 @@ def conversation_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if index is None:  # nothing to open: only the count changes
         return reswap(HttpResponse(search_state), "none")
     start = presenters.start_at(conversation, index)
-    problems = presenters.open_calls(conversation)
-    window = presenters.window(conversation, start, start + presenters.PAGE, problems=problems)
-    context = _page_context(conversation, window=window, problems=problems)
+    context = _page_context(conversation, start, start + presenters.PAGE)
     context["oob"] = True
     response = render(request, "buffers/conversation_detail.html#messages-page", context)
     response.content += search_state.encode()
