@@ -99,7 +99,13 @@ FORMATS: tuple[str, ...] = tuple(formats.READABLE)
 """What a transcript may be read as; ``"auto"`` detects it."""
 
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
-"""The largest transcript read: it is read whole, so as to be stored in one transaction."""
+"""The largest transcript read from the web (the upload page, the API): it is read whole,
+so as to be stored in one transaction."""
+
+MAX_FILE_MB = 512
+"""The largest file the ``import_transcripts`` command reads unless told otherwise
+(``--max-mb``): an agent runtime's log of 100,000 messages is 40 to 120 MB, and reading
+takes about seven times a file's size in memory."""
 
 
 @dataclass(frozen=True)
@@ -125,21 +131,26 @@ class TranscriptReading:
         return f"read as {read_as} ({counted}{skipped})"
 
 
-def read_transcript_file(path: Path, format: str = "auto") -> TranscriptReading:
-    """Every conversation in one file, or InvalidInput naming the file and each place."""
+def read_transcript_file(
+    path: Path, format: str = "auto", *, max_bytes: int | None = None
+) -> TranscriptReading:
+    """Every conversation in one file, or InvalidInput naming the file and each place.
+    ``max_bytes``: the largest file read (``MAX_TRANSCRIPT_BYTES`` if not given)."""
     try:
-        check_size(str(path), path.stat().st_size)
+        check_size(str(path), path.stat().st_size, max_bytes)
         data = path.read_bytes()
     except OSError as error:
         raise InvalidInput([Problem(str(path), error.strerror or str(error))]) from None
-    return read_transcript(data, name=str(path), format=format)
+    return read_transcript(data, name=str(path), format=format, max_bytes=max_bytes)
 
 
-def read_transcript(data: bytes, *, name: str, format: str = "auto") -> TranscriptReading:
+def read_transcript(
+    data: bytes, *, name: str, format: str = "auto", max_bytes: int | None = None
+) -> TranscriptReading:
     """Every conversation in one transcript's bytes; ``name`` (a path or an uploaded file's
     name) starts each error, and its suffix says whether the text is JSONL."""
     check_format(format)
-    check_size(name, len(data))
+    check_size(name, len(data), max_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -165,12 +176,14 @@ def check_format(format: str) -> None:
         raise InvalidInput([Problem("format", f"must be one of {allowed}, not {format!r}")])
 
 
-def check_size(name: str, size: int) -> None:
-    """InvalidInput if a transcript of ``size`` bytes is too big to read."""
-    if size > MAX_TRANSCRIPT_BYTES:
+def check_size(name: str, size: int, max_bytes: int | None = None, *, advice: str = "") -> None:
+    """InvalidInput if a transcript of ``size`` bytes is more than ``max_bytes``
+    (``MAX_TRANSCRIPT_BYTES`` if not given); ``advice`` ends the sentence (what to do)."""
+    limit = MAX_TRANSCRIPT_BYTES if max_bytes is None else max_bytes
+    if size > limit:
         sentence = (
             f"is {size / 1024 / 1024:.1f} MB; the largest transcript this reads is "
-            f"{MAX_TRANSCRIPT_BYTES // 1024 // 1024} MB (split it into several files)"
+            f"{limit / 1024 / 1024:,.0f} MB ({advice or 'split it into several files'})"
         )
         raise InvalidInput([Problem(name, sentence)])
 

@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from buffers import selectors
+from buffers import selectors, transcripts
 from buffers.healing.formats import READABLE
 from buffers.models import Conversation, Message
 
@@ -588,3 +588,53 @@ def test_a_file_of_ten_thousand_messages_shows_a_progress_bar_and_imports_them_a
             "content": "message 4999",
             "metadata": {},
         }
+
+
+# How large a file the command reads.
+
+
+def test_the_command_reads_a_file_larger_than_the_web_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upload page and the API stop at ``MAX_TRANSCRIPT_BYTES``; an operator's command
+    reads a runtime log of 100,000 messages (40 to 120 MB), up to ``--max-mb``."""
+    monkeypatch.setattr(transcripts, "MAX_TRANSCRIPT_BYTES", 1024)
+    path = write_json(tmp_path / "long.json", stored_conversation(key="long", length=40))
+    assert path.stat().st_size > 1024
+
+    out, _ = import_files(path)
+
+    assert "imported 1 conversation, 40 messages" in out
+    assert stored_counts() == (1, 40)
+
+
+def test_a_file_over_max_mb_is_refused_by_name_with_how_to_raise_the_limit(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "huge.json"
+    path.write_bytes(b" " * (2 * 1024 * 1024 + 1))
+
+    err = import_failing(path, max_mb=2)
+
+    assert f"{path}: is 2.0 MB; the largest transcript this reads is 2 MB (--max-mb" in err
+    assert f"{path}: nothing was imported from this file" in err
+    assert stored_counts() == (0, 0)
+
+
+def test_max_mb_below_one_is_refused(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "one.json", stored_conversation(key="one", length=2))
+
+    with pytest.raises(CommandError, match="--max-mb must be at least 1"):
+        call_command("import_transcripts", str(path), max_mb=0, stdout=StringIO())
+    assert stored_counts() == (0, 0)
+
+
+def stored_conversation(*, key: str, length: int) -> dict[str, Any]:
+    return {
+        "key": key,
+        "title": key,
+        "messages": [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"}
+            for i in range(length)
+        ],
+    }

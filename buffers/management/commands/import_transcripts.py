@@ -13,9 +13,10 @@ from tqdm import tqdm
 
 from buffers import access, services
 from buffers.healing import InvalidInput
-from buffers.transcripts import FORMATS, read_transcript_file
+from buffers.transcripts import FORMATS, MAX_FILE_MB, check_size, read_transcript_file
 
 SHOWN_SKIPS = 20
+_RAISE_LIMIT = "--max-mb raises the limit, or split it into several files"
 
 
 class _Unended:
@@ -56,6 +57,16 @@ class Command(BaseCommand):
             default="auto",
             help="Read every file in this format instead of detecting it file by file.",
         )
+        parser.add_argument(
+            "--max-mb",
+            type=int,
+            default=MAX_FILE_MB,
+            metavar="MB",
+            help=(
+                f"The largest file read, in MB (default {MAX_FILE_MB}). A file is read whole, "
+                "taking about seven times its size in memory."
+            ),
+        )
 
     def handle(
         self,
@@ -64,13 +75,19 @@ class Command(BaseCommand):
         skip_existing: bool,
         format: str,
         owner: str | None,
+        max_mb: int,
         **options: Any,
     ) -> None:
         owner_user = _user(owner) if owner else None
+        if max_mb < 1:
+            raise CommandError("--max-mb must be at least 1.")
+        max_bytes = max_mb * 1024 * 1024
         failed = 0
         for path in files:
             try:
-                reading = read_transcript_file(path, format)
+                if path.is_file():
+                    check_size(str(path), path.stat().st_size, max_bytes, advice=_RAISE_LIMIT)
+                reading = read_transcript_file(path, format, max_bytes=max_bytes)
                 conversations = reading.conversations
                 total = sum(len(c.messages) for c in conversations)
                 with tqdm(
