@@ -252,6 +252,24 @@ def test_every_page_has_a_dark_mode(page: Page, live_server: LiveServer, name: s
         assert luminance(main) > 0.7
 
 
+
+@pytest.mark.parametrize(("system", "theme"), [("dark", "light"), ("light", "dark")])
+def test_the_admins_messages_follow_its_theme_switch_not_the_system(
+    page: Page, live_server: LiveServer, system: Any, theme: str
+) -> None:
+    """The admin's conversation page shows the buffer with our colours, which follow the
+    admin's own theme switch (stored by the admin in localStorage) over the system's."""
+    page.emulate_media(color_scheme=system)
+    open_page(page, live_server, "admin-conversation")
+    page.evaluate(f"localStorage.setItem('theme', '{theme}')")
+    page.reload()
+    expect(page.locator("html")).to_have_attribute("data-theme", theme)
+    paper = page.locator(".message").first.evaluate("e => getComputedStyle(e).backgroundColor")
+    if theme == "light":
+        assert luminance(paper) > 0.9, paper
+    else:
+        assert luminance(paper) < 0.2, paper
+
 def serious_violations(page: Page) -> list[dict[str, Any]]:
     """axe-core's serious and critical violations on the page as it stands (it runs under the
     strict CSP as it is: no bypass)."""
