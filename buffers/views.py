@@ -22,7 +22,7 @@ from django.http import (
     HttpResponseBadRequest,
     JsonResponse,
 )
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -87,8 +87,10 @@ class BoundedPaginator(Paginator[Conversation]):
 
 def _visible(request: HttpRequest, pk: int) -> Conversation:
     """The conversation, if the signed-in user may view it; else 404, so ids do not leak."""
-    visible = access.visible_to(request.user, Conversation.objects.select_related("owner"))
-    return get_object_or_404(visible, pk=pk)
+    try:
+        return access.visible_one(request.user, pk, Conversation.objects.select_related("owner"))
+    except Conversation.DoesNotExist:
+        raise Http404("No such conversation.") from None
 
 
 def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:

@@ -48,9 +48,8 @@ def _storable_id(conversation_id: int) -> int:
 def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
     """The conversation if the caller may view it; a 404 for one it may not, as for one
     that does not exist."""
-    visible = access.visible_to(request.user, Conversation.objects.all())
     try:
-        return visible.get(pk=_storable_id(conversation_id))
+        return access.visible_one(request.user, _storable_id(conversation_id))
     except Conversation.DoesNotExist:
         raise services.ConversationNotFound(conversation_id) from None
 
