@@ -112,7 +112,6 @@ def visible_to[Conversations: QuerySet[Conversation]](
     )
 
 
-
 def visible_one(
     principal: Principal, pk: int, conversations: QuerySet[Conversation] | None = None
 ) -> Conversation:
@@ -125,6 +124,7 @@ def visible_one(
     if not may_view(principal, conversation):
         raise Conversation.DoesNotExist(f"Conversation {pk} is not visible to {principal}.")
     return conversation
+
 
 _TOKEN_USER = "_flowdrop_token_user"
 

@@ -252,7 +252,6 @@ def test_every_page_has_a_dark_mode(page: Page, live_server: LiveServer, name: s
         assert luminance(main) > 0.7
 
 
-
 @pytest.mark.parametrize(("system", "theme"), [("dark", "light"), ("light", "dark")])
 def test_the_admins_messages_follow_its_theme_switch_not_the_system(
     page: Page, live_server: LiveServer, system: Any, theme: str
@@ -269,6 +268,7 @@ def test_the_admins_messages_follow_its_theme_switch_not_the_system(
         assert luminance(paper) > 0.9, paper
     else:
         assert luminance(paper) < 0.2, paper
+
 
 def serious_violations(page: Page) -> list[dict[str, Any]]:
     """axe-core's serious and critical violations on the page as it stands (it runs under the
