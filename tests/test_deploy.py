@@ -142,3 +142,17 @@ def test_gunicorn_serves_the_pages_and_static_files_behind_a_tls_proxy(gunicorn:
     status, headers, _ = get(f"{url}/accounts/login/", proto="http")
     assert status == 301
     assert headers["Location"].startswith("https://")
+
+
+@pytest.mark.django_db
+def test_postgresql_sessions_run_without_the_jit_compiler() -> None:
+    """PostgreSQL's JIT compiles any query its planner costs above a threshold, ~30 ms for
+    a search over a few rows whose estimate is high: for short web queries that is only
+    cost, so the server's connections turn it off."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's JIT")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == ("off",)
