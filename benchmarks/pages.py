@@ -354,8 +354,8 @@ def copy_conversations(first: int, last: int, leave_out: int, copies: int) -> No
         if connection.vendor == "postgresql":
             cursor.execute(
                 f"{repeat}INSERT INTO buffers_messagesearch (message_id, conversation_id, "
-                f"document) SELECT message_id + {offsets}, document FROM "
-                f"buffers_messagesearch, copy "
+                f"block_id, document) SELECT message_id + {offsets}, "
+                f"block_id + copy.n * {spans[Block]}, document FROM buffers_messagesearch, copy "
                 f"WHERE conversation_id {within.format('conversation_id')}",
                 [copies],
             )

@@ -308,6 +308,15 @@ class MessageSearch(models.Model):
         Conversation, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     document = TsVectorField(help_text="Its GIN index is made by hand, with the table.")
+    block = models.ForeignKey(
+        Block,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        db_index=False,
+        help_text="The message's block, which never changes (migration 0010): a search "
+        "counts hits per block without reading the messages. PostgreSQL only.",
+    )
 
     def __str__(self) -> str:
         return f"search index of message {self.message_id}"

@@ -8,8 +8,10 @@ signatures are not text. A message's first ``INDEXED_CHARS`` characters are inde
 The index, one row per message that has text, keyed by the message's id:
 
 - **PostgreSQL**: ``buffers_messagesearch`` (``MessageSearch``), a stripped ``tsvector``
-  with a GIN index, and the conversation's id (btree) so a search inside one conversation
-  reads only its rows. Titles and sources: an expression GIN index on the conversation.
+  with a GIN index, the conversation's id (btree) so a search inside one conversation
+  reads only its rows, and the message's block (migration 0010), so that such a search
+  counts its hits per block and reads message rows of a few blocks only
+  (``_weighed_hits``). Titles and sources: an expression GIN index on the conversation.
 - **SQLite**: an FTS5 table of the same name (rowid = message id, with the conversation's
   id as an indexed column), and ``buffers_conversationsearch`` for titles and sources,
   kept by triggers.
@@ -410,16 +412,18 @@ def step(
     if backwards:
         bound = 2**62 if current is None else current
         sql = (
-            "SELECT COUNT(*), MAX(CASE WHEN i < %s THEN i END), MAX(i), "
-            "SUM(CASE WHEN i < %s THEN 1 ELSE 0 END) FROM ({}) h"
+            "SELECT SUM(w), MAX(CASE WHEN x = 1 AND i < %s THEN i END), "
+            "MAX(CASE WHEN x = 1 THEN i END), SUM(CASE WHEN i < %s THEN w ELSE 0 END) FROM ({}) h"
         )
     else:
         bound = -1 if current is None else current
         sql = (
-            "SELECT COUNT(*), MIN(CASE WHEN i > %s THEN i END), MIN(i), "
-            "SUM(CASE WHEN i <= %s THEN 1 ELSE 0 END) FROM ({}) h"
+            "SELECT SUM(w), MIN(CASE WHEN x = 1 AND i > %s THEN i END), "
+            "MIN(CASE WHEN x = 1 THEN i END), SUM(CASE WHEN i <= %s THEN w ELSE 0 END) FROM ({}) h"
         )
-    count, past, wrapped, passed = _aggregate(conversation, words, sql, [bound, bound])
+    count, past, wrapped, passed = _aggregate(
+        conversation, words, sql, bound, "previous" if backwards else "next"
+    )
     if not count:
         return Found(0)
     if past is not None:  # the one after ``passed`` hits (backwards: the ``passed``-th)
@@ -434,10 +438,10 @@ def found_at(conversation: Conversation, words: Sequence[str], index: int | None
         return Found(0)
     at = -1 if index is None else index
     sql = (
-        "SELECT COUNT(*), MAX(CASE WHEN i = %s THEN i END), NULL, "
-        "SUM(CASE WHEN i <= %s THEN 1 ELSE 0 END) FROM ({}) h"
+        "SELECT SUM(w), MAX(CASE WHEN x = 1 AND i = %s THEN i END), NULL, "
+        "SUM(CASE WHEN i <= %s THEN w ELSE 0 END) FROM ({}) h"
     )
-    count, hit, _, passed = _aggregate(conversation, words, sql, [at, at])
+    count, hit, _, passed = _aggregate(conversation, words, sql, at, "at")
     if hit is None:
         return Found(count or 0)
     return Found(count, hit, passed)
@@ -463,14 +467,18 @@ def hits_page(
     the first hit's, so that a page past the end still has it)."""
     if not words:
         return 0, []
-    hits, params = _hits(conversation, words)
-    sql = (
-        "SELECT n, pk, r FROM (SELECT id AS pk, COUNT(*) OVER () AS n, "
-        f"ROW_NUMBER() OVER (ORDER BY i) AS r FROM ({hits}) h) numbered "
-        "WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r"
-    )
+    if _vendor() == "postgresql":
+        sql, params = _pg_numbered_hits(conversation, words, offset, limit)
+    else:
+        hits, params = _hits(conversation, words)
+        sql = (
+            "SELECT n, pk, r FROM (SELECT id AS pk, COUNT(*) OVER () AS n, "
+            f"ROW_NUMBER() OVER (ORDER BY i) AS r FROM ({hits}) h) numbered "
+            "WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r"
+        )
+        params = [*params, offset, offset + limit]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, offset, offset + limit])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not rows:
         return 0, []
@@ -479,24 +487,102 @@ def hits_page(
     return rows[0][0], [_hit(by_pk[pk], words) for pk in page if pk in by_pk]
 
 
+def _pg_numbered_hits(
+    conversation: Conversation, words: Sequence[str], offset: int, limit: int
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: ``hits_page``'s rows (the count, a hit's message id, its number) for the
+    first hit and the page's, as ``_weighed_hits`` finds hits: counted per block, and the
+    messages read only of the blocks that hold the first hit or one of the page's."""
+    query = _pg_query(words)
+    end = offset + limit
+    return (
+        "WITH per AS MATERIALIZED (SELECT b.id, c.n, SUM(c.n) OVER (ORDER BY b.start) - c.n "
+        "AS done, SUM(c.n) OVER () AS total FROM (SELECT s.block_id, COUNT(*) AS n "
+        "FROM buffers_messagesearch s WHERE s.conversation_id = %s "
+        "AND s.document @@ %s::tsquery GROUP BY s.block_id) c "
+        "JOIN buffers_block b ON b.id = c.block_id), "
+        # An array, not rows: the planner guesses a few blocks, not a tenth of all (and
+        # then a plan costly enough to compile, 30 ms, for three hits).
+        "near AS MATERIALIZED (SELECT array_agg(id) AS ids FROM per "
+        "WHERE done = 0 OR (done < %s AND done + n > %s)) "
+        "SELECT total, pk, r FROM (SELECT p.total, m.id AS pk, "
+        "p.done + ROW_NUMBER() OVER (PARTITION BY p.id ORDER BY m.slot) AS r "
+        "FROM buffers_message m JOIN per p ON p.id = m.block_id "
+        "WHERE m.block_id = ANY((SELECT ids FROM near)::bigint[]) AND EXISTS (SELECT 1 "
+        "FROM buffers_messagesearch s WHERE s.message_id = m.id AND s.document @@ %s::tsquery "
+        "OFFSET 0)) numbered WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r",
+        [conversation.pk, query, end, offset, query, offset, end],
+    )
+
+
 def _aggregate(
-    conversation: Conversation, words: Sequence[str], sql: str, before: list[int]
+    conversation: Conversation, words: Sequence[str], sql: str, bound: int, towards: str
 ) -> tuple[Any, ...]:
-    hits, params = _hits(conversation, words)
+    """``sql``'s one row, over (i, w, x) rows around ``bound`` (``_weighed_hits``); its two
+    parameters are ``bound``. Counts come back as ints."""
+    hits, params = _weighed_hits(conversation, words, bound, towards)
     with connection.cursor() as cursor:
-        cursor.execute(sql.format(hits), [*before, *params])
-        row = cursor.fetchone()
-    return tuple(row)
+        cursor.execute(sql.format(hits), [bound, bound, *params])
+        count, chosen, ends, passed = cursor.fetchone()
+    return (None if count is None else int(count), chosen, ends, int(passed or 0))
+
+
+def _weighed_hits(
+    conversation: Conversation, words: Sequence[str], bound: int, towards: str
+) -> tuple[str, list[Any]]:
+    """A query of (i, w, x) rows that stand for the conversation's hits, for counting them
+    and finding those next to ``bound``: each row is either one hit (x = 1, w = 1, i its
+    index in the buffer) or, on PostgreSQL, a whole block's hits (x = 0, w how many, i
+    the block's start), never both.
+
+    A hit's index is its block's start plus its slot, and only the message row knows the
+    slot; reading it for 50,000 hits was most of a search's time. The index row knows
+    the block (migration 0010), so PostgreSQL counts hits per block and reads the messages
+    of the few blocks where the answer can be: the block holding ``bound`` and, going
+    ``towards`` "next" ("previous"), the nearest block with hits after (before) it and the
+    first (last) block with hits, for going round; "at", only the block holding ``bound``.
+    Every other block lies wholly before or after ``bound`` (the block holding it is the
+    last to start at or before it), so its count says all there is."""
+    if _vendor() != "postgresql":
+        hits, params = _hits(conversation, words)
+        return f"SELECT i, 1 AS w, 1 AS x FROM ({hits}) e", params
+    query = _pg_query(words)
+    beyond = {
+        "next": " UNION SELECT * FROM (SELECT id FROM per WHERE start > "
+        "COALESCE((SELECT start FROM here), -1) ORDER BY start LIMIT 1) after "
+        "UNION SELECT * FROM (SELECT id FROM per ORDER BY start LIMIT 1) first",
+        "previous": " UNION SELECT * FROM (SELECT id FROM per WHERE start < "
+        "(SELECT start FROM here) ORDER BY start DESC LIMIT 1) before "
+        "UNION SELECT * FROM (SELECT id FROM per ORDER BY start DESC LIMIT 1) last",
+        "at": "",
+    }[towards]
+    return (
+        "WITH per AS MATERIALIZED (SELECT b.id, b.start, c.n FROM (SELECT s.block_id, "
+        "COUNT(*) AS n FROM buffers_messagesearch s WHERE s.conversation_id = %s "
+        "AND s.document @@ %s::tsquery GROUP BY s.block_id) c "
+        "JOIN buffers_block b ON b.id = c.block_id), "
+        "here AS MATERIALIZED (SELECT MAX(start) AS start FROM buffers_block "
+        "WHERE conversation_id = %s AND start <= %s), "
+        f"near AS MATERIALIZED (SELECT id FROM per WHERE start = (SELECT start FROM here){beyond}) "
+        # The near blocks' messages, each checked by its index row (OFFSET 0: one lookup
+        # per message, never a second pass over every match of the words).
+        "SELECT p.start + m.slot AS i, 1 AS w, 1 AS x FROM near JOIN per p ON p.id = near.id "
+        "JOIN buffers_message m ON m.block_id = near.id WHERE EXISTS (SELECT 1 "
+        "FROM buffers_messagesearch s WHERE s.message_id = m.id AND s.document @@ %s::tsquery "
+        "OFFSET 0) "
+        "UNION ALL SELECT p.start, p.n, 0 FROM per p WHERE p.id NOT IN (SELECT id FROM near)",
+        [conversation.pk, query, conversation.pk, bound, query],
+    )
 
 
 def _hits(conversation: Conversation, words: Sequence[str]) -> tuple[str, list[Any]]:
     """A query of (i: index in the buffer, id: message id) of each hit in the
     conversation, and its parameters."""
     if _vendor() == "postgresql":
-        return (
-            "SELECT b.start + m.slot AS i, m.id AS id FROM buffers_messagesearch s "
-            "JOIN buffers_message m ON m.id = s.message_id "
-            "JOIN buffers_block b ON b.id = m.block_id "
+        return (  # the slot by a subquery per hit, as in ``_weighed_hits``
+            "SELECT b.start + (SELECT m.slot FROM buffers_message m WHERE m.id = s.message_id) "
+            "AS i, s.message_id AS id FROM buffers_messagesearch s "
+            "JOIN buffers_block b ON b.id = s.block_id "
             "WHERE s.conversation_id = %s AND s.document @@ %s::tsquery",
             [conversation.pk, _pg_query(words)],
         )
@@ -583,7 +669,10 @@ def index_messages(rows: Iterable[tuple[int, int, str]]) -> None:
         _insert(batch)
 
 
-def _insert(rows: list[tuple[int, int, str]]) -> None:
+def _insert(rows: list[tuple[int, int, str]], blocks: Mapping[int, int] | None = None) -> None:
+    """Index rows (message id, conversation id, words). On PostgreSQL each row also holds
+    its message's block (``_weighed_hits``): from ``blocks`` (message id to block id), else
+    read from the messages, which are written before their index."""
     with connection.cursor() as cursor:
         if _vendor() == "sqlite":
             cursor.executemany(
@@ -591,18 +680,40 @@ def _insert(rows: list[tuple[int, int, str]]) -> None:
                 "VALUES (%s, %s, %s)",
                 rows,
             )
-        elif len(rows) < _COPY_FROM:
-            marks = ", ".join(["(%s, %s, %s::tsvector)"] * len(rows))
+        elif blocks is None and len(rows) < _COPY_FROM:
+            # A message's block never changes (a heal shifts slots and starts only).
+            marks = ", ".join(["(%s::bigint, %s::bigint, %s::tsvector)"] * len(rows))
             cursor.execute(
-                "INSERT INTO buffers_messagesearch (message_id, conversation_id, document) "
-                f"VALUES {marks}",
+                "INSERT INTO buffers_messagesearch (message_id, conversation_id, block_id, "
+                "document) SELECT v.id, v.c, (SELECT m.block_id FROM buffers_message m "
+                f"WHERE m.id = v.id), v.d FROM (VALUES {marks}) v (id, c, d)",
                 [value for row in rows for value in row],
             )
         else:  # a tsvector's text is the words, space-separated: COPY reads it as it is
-            copy = "COPY buffers_messagesearch (message_id, conversation_id, document) FROM STDIN"
+            if blocks is None:
+                blocks = _blocks_of(cursor, [pk for pk, _, _ in rows])
+            copy = (
+                "COPY buffers_messagesearch (message_id, conversation_id, block_id, document) "
+                "FROM STDIN"
+            )
             with cursor.cursor.copy(copy) as target:
-                for row in rows:
-                    target.write_row(row)
+                for pk, conversation_id, words in rows:
+                    target.write_row((pk, conversation_id, blocks[pk], words))
+
+
+def _blocks_of(cursor: Any, message_ids: Sequence[int]) -> dict[int, int]:
+    """PostgreSQL: the block of each of these (stored) messages, by id. An import's ids are
+    consecutive: a range scan of them is a quarter of the cost of looking up each."""
+    low, high = min(message_ids), max(message_ids)
+    if high - low < 2 * len(message_ids):
+        cursor.execute(
+            "SELECT id, block_id FROM buffers_message WHERE id BETWEEN %s AND %s", [low, high]
+        )
+    else:
+        cursor.execute(
+            "SELECT id, block_id FROM buffers_message WHERE id = ANY(%s)", [list(message_ids)]
+        )
+    return dict(cursor.fetchall())
 
 
 def forget_messages(message_ids: Sequence[int]) -> None:
@@ -634,22 +745,44 @@ def rebuild() -> int:
     done = 0
     last = 0
     with connection.cursor() as cursor:
+        # Migration 0006 runs this before 0010 gives PostgreSQL's rows their block.
+        with_blocks = _vendor() == "postgresql" and _has_block_column(cursor)
         cursor.execute("DELETE FROM buffers_messagesearch")
         while True:
             cursor.execute(
-                "SELECT id, conversation_id, role, content, metadata FROM buffers_message "
-                "WHERE id > %s ORDER BY id LIMIT %s",
+                "SELECT id, conversation_id, role, content, metadata, block_id "
+                "FROM buffers_message WHERE id > %s ORDER BY id LIMIT %s",
                 [last, _INSERT_CHUNK],
             )
             rows = cursor.fetchall()
             if not rows:
                 return done
             last = rows[-1][0]
-            index_messages(
-                (pk, conversation_id, text_of(role, _json(content), _json(metadata) or {}))
-                for pk, conversation_id, role, content, metadata in rows
-            )
+            batch = [
+                (pk, conversation_id, words)
+                for pk, conversation_id, role, content, metadata, _ in rows
+                if (text := text_of(role, _json(content), _json(metadata) or {}))
+                and (words := words_of(text))
+            ]
+            if batch and with_blocks:
+                _insert(batch, {row[0]: row[5] for row in rows})
+            elif batch and _vendor() == "postgresql":
+                with cursor.cursor.copy(
+                    "COPY buffers_messagesearch (message_id, conversation_id, document) FROM STDIN"
+                ) as target:
+                    for row in batch:
+                        target.write_row(row)
+            elif batch:
+                _insert(batch)
             done += len(rows)
+
+
+def _has_block_column(cursor: Any) -> bool:
+    cursor.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'buffers_messagesearch' AND column_name = 'block_id'"
+    )
+    return bool(cursor.fetchone()[0])
 
 
 def _json(value: Any) -> Any:
