@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import Resolver404, resolve
 from django.utils import timezone
@@ -124,21 +124,20 @@ def _claimed(
     with transaction.atomic():
         try:
             claim = _claim(user, key, fingerprint)
-        except IntegrityError:
-            # Expired keys are swept only now and then: one past its time is free again.
-            expired = timezone.now() - IdempotentRequest.KEPT
-            if not IdempotentRequest.objects.filter(
-                user=user, key=key, created_at__lt=expired
-            ).delete()[0]:
-                return _replay(request, user, key, fingerprint)
-            try:
-                claim = _claim(user, key, fingerprint)
-            except IntegrityError:  # claimed again meanwhile, by a request beside this one
-                return _replay(request, user, key, fingerprint)
+            if claim is None:
+                # Expired keys are swept only now and then: one past its time is free again.
+                expired = timezone.now() - IdempotentRequest.KEPT
+                if IdempotentRequest.objects.filter(
+                    user=user, key=key, created_at__lt=expired
+                ).delete()[0]:
+                    claim = _claim(user, key, fingerprint)
         except OperationalError as error:
             if getattr(error.__cause__, "sqlstate", None) == "55P03":  # lock_not_available
+                transaction.set_rollback(True)  # the failed statement aborted the transaction
                 return _problem(request, 409, "is in flight: a request with it is being written")
             raise
+        if claim is None:  # taken, by a request before this one (or beside it, meanwhile)
+            return _replay(request, user, key, fingerprint)
         response = respond()
         if response.status_code >= 400 or response.streaming or _wrote_nothing(response):
             # A refusal writes nothing: the key stays free, so that the request put right
@@ -168,18 +167,62 @@ def _wrote_nothing(response: HttpResponseBase) -> bool:
     return bool(getattr(response, _NOTHING_WRITTEN, False))
 
 
-def _claim(user: Any, key: str, fingerprint: str) -> IdempotentRequest:
-    """The key's row, inserted (its own savepoint, so that a taken key leaves the
-    transaction usable); an IntegrityError when the key is taken."""
-    with transaction.atomic():
-        before = _bounded_wait()
-        claim = IdempotentRequest.objects.create(
-            user=user, key=key, fingerprint=fingerprint, status=0, body=b""
-        )
-        if before is not None:  # the short wait is the claim's only, not the write's
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
-        return claim
+def _claim(user: Any, key: str, fingerprint: str) -> IdempotentRequest | None:
+    """The key's row, inserted; None when the key is taken. One statement, which leaves the
+    transaction usable when the key is taken (no savepoint): on PostgreSQL it waits for a
+    request in flight with the key at most FLOWDROP_IDEMPOTENCY_WAIT (``_BOUNDED_CLAIM``)."""
+    claim = IdempotentRequest(
+        user=user, key=key, fingerprint=fingerprint, status=0, body=b"", created_at=timezone.now()
+    )
+    values: list[Any] = [
+        claim.user_id,
+        key,
+        fingerprint,
+        claim.status,
+        claim.content_type,
+        claim.body,
+        claim.location,
+        connection.ops.adapt_datetimefield_value(claim.created_at),
+    ]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(_BOUNDED_CLAIM, [_wait_ms(), *values])
+            inserted = cursor.fetchone()
+            if inserted is None:  # the key is taken: put the wait back (RETURNING did not)
+                cursor.execute(_RESTORE_WAIT)
+        else:  # SQLite waits for its write lock as every write does
+            cursor.execute(_CLAIM, values)
+            inserted = cursor.fetchone()
+    if inserted is None:
+        return None
+    claim.pk = inserted[0]
+    return claim
+
+
+# The claim: the key's row, or nothing when the (user, key) pair is taken (no error, so no
+# savepoint around it).
+_CLAIM = """
+INSERT INTO buffers_idempotentrequest
+    (user_id, key, fingerprint, status, content_type, body, location, created_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (user_id, key) DO NOTHING
+RETURNING id
+"""
+# PostgreSQL, in one statement: bound the wait for a request in flight with the key (its
+# uncommitted row holds the insert), insert, and put the bound back once the row is in (the
+# RETURNING clause runs after the wait; the bound is kept in a custom setting meanwhile).
+_BOUNDED_CLAIM = """
+WITH bounded AS MATERIALIZED (
+    SELECT set_config('flowdrop.lock_timeout', current_setting('lock_timeout'), true),
+           set_config('lock_timeout', %s, true)
+)
+INSERT INTO buffers_idempotentrequest
+    (user_id, key, fingerprint, status, content_type, body, location, created_at)
+SELECT %s, %s, %s, %s, %s, %s, %s, %s FROM bounded
+ON CONFLICT (user_id, key) DO NOTHING
+RETURNING id, set_config('lock_timeout', current_setting('flowdrop.lock_timeout'), true)
+"""
+_RESTORE_WAIT = "SELECT set_config('lock_timeout', current_setting('flowdrop.lock_timeout'), true)"
 
 
 SWEEP_EVERY = 60.0
@@ -198,20 +241,9 @@ def _forget_expired() -> None:
     ).delete()
 
 
-def _bounded_wait() -> str | None:
-    """Bound how long a request waits for one in flight with its key (PostgreSQL; SQLite
-    waits for its write lock as every write does); returns the wait it replaced. Set
-    inside the claim's savepoint, so a failed claim puts it back by itself."""
-    if connection.vendor != "postgresql":
-        return None
-    wait = max(1, round(settings.FLOWDROP_IDEMPOTENCY_WAIT * 1000))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
-            [f"{wait}ms"],
-        )
-        (before, _) = cursor.fetchone()
-    return str(before)
+def _wait_ms() -> str:
+    """How long a request waits for one in flight with its key (PostgreSQL's lock_timeout)."""
+    return f"{max(1, round(settings.FLOWDROP_IDEMPOTENCY_WAIT * 1000))}ms"
 
 
 def _replay(request: HttpRequest, user: Any, key: str, fingerprint: str) -> HttpResponseBase:

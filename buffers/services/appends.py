@@ -3,22 +3,24 @@ index columns, and its plan written with the journal."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import datetime
 from itertools import batched
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.db.models import F
 from django.utils import timezone
 
 from buffers import healing, search
-from buffers.models import Action, Conversation, DeclaredCall, Message
+from buffers.models import Action, BufferChange, Conversation, DeclaredCall, Message
 
 from .journal import Actor, Writer
-from .layout import _INSERT_BATCH, _make_room, _place_tail, _resize_blocks, _Stored
+from .layout import _INSERT_BATCH, _Loaded, _make_room, _place_tail, _resize_blocks, _Stored
 from .locking import _get, _StaleBuffer, with_buffer_lock
 from .scopes import _changed_since_checked, _refused
-from .verdicts import tally_after, tally_fields
+from .verdicts import IdPositions, tally_after, tally_fields
 
 MAX_BATCH = 10_000
 """The most messages one append may carry."""
@@ -118,15 +120,28 @@ def _conversation(conversation_id: int | None) -> Conversation:
     return _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
 
 
+# The declared calls with no result anywhere, and where their turns are: raw SQL, as it runs
+# on every user turn and building it through the ORM cost more than running it. ``answered``
+# is compared to a bound false, as the ORM does: so SQLite uses the partial index of open
+# calls (``answered = 0``), which ``NOT answered`` would not match (a scan of every call).
+_OPEN_CALLS = """
+SELECT d.call_id, d.ordinal, m.id, m.block_id, b.start, m.slot
+FROM buffers_declaredcall d
+JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
+WHERE d.conversation_id = %s AND d.answered = %s
+"""
+
+
 def _load_facts(
     conversation: Conversation, batch: Sequence[healing.Message], *, open_calls: bool = False
-) -> tuple[healing.BufferFacts, dict[int, _Stored]]:
+) -> tuple[healing.BufferFacts, _Loaded]:
     """The facts the planner needs, read from the index columns for this batch's ids only;
-    the open calls too when the batch holds a user turn (or ``open_calls``)."""
+    the open calls too when the batch holds a user turn (or ``open_calls``). The rows come
+    with where each id they cover is declared and held, for the stored verdicts."""
     ids = healing.ids_in_batch(batch)
-    rows: dict[int, _Stored] = {}
+    known = IdPositions(covers=set(ids))
+    rows = _Loaded(known)
     holders: dict[str, list[tuple[int, bool]]] = {}
-    declared: set[str] = set()
     for chunk in batched(sorted(ids), _ID_CHUNK):
         for call_id, placeholder, *where in Message.objects.filter(
             conversation=conversation, answers_call_id__in=chunk
@@ -136,33 +151,32 @@ def _load_facts(
             row = _Stored(*where)
             rows[row.position] = row
             holders.setdefault(str(call_id), []).append((row.position, placeholder))
-        declared.update(
+        known.owners.update(
             DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).values_list(
-                "call_id", flat=True
+                "call_id", F("message__block__start") + F("message__slot")
             )
         )
+    declared = set(known.owners)
     results = {}
     for call_id, held in holders.items():
         held.sort()
+        known.holders[call_id] = [position for position, _ in held]
         real = [position for position, placeholder in held if not placeholder]
         results[call_id] = healing.ResultSlot(real[0] if real else held[0][0], placeholder=not real)
 
     open_call_list = None
     if open_calls or any(message.role == "user" for message in batch):
         open_call_list = []
-        for call_id, ordinal, *where in DeclaredCall.objects.filter(
-            conversation=conversation, answered=False
-        ).values_list(
-            "call_id",
-            "ordinal",
-            "message_id",
-            "message__block_id",
-            "message__block__start",
-            "message__slot",
-        ):
+        with connection.cursor() as cursor:
+            cursor.execute(_OPEN_CALLS, [conversation.pk, False])
+            found = cursor.fetchall()
+        for call_id, ordinal, *where in found:
             row = _Stored(*where)
             rows[row.position] = row
             open_call_list.append(healing.OpenCall(call_id, row.position, ordinal))
+            if call_id not in known.covers:  # declared, and no result anywhere
+                known.covers.add(call_id)
+                known.owners[call_id] = row.position
 
     facts = healing.BufferFacts(
         length=conversation.message_count,
@@ -185,19 +199,35 @@ def _apply(
     along."""
     if not plan.inserts and not plan.replacements:
         return
-    tally = tally_after(conversation, plan)  # reads the rows around the change, as they are
-    # First, and only if no other append wrote since the facts were read (MEM-12).
-    changed = _unchanged(conversation).update(
-        version=F("version") + 1,
-        message_count=F("message_count") + len(plan.inserts),
-        unanswered_count=F("unanswered_count") + plan.unanswered_delta,
-        healed_count=F("healed_count") + plan.placeholders_delta,
-        updated_at=timezone.now(),
-        **tally_fields(tally),
+    # Reads the rows around the change, as they are; the ids' positions came with ``stored``.
+    tally = tally_after(conversation, plan, stored.ids if isinstance(stored, _Loaded) else None)
+    journal = writer.entry(
+        conversation,
+        version=conversation.version + 1,
+        message_count=conversation.message_count + len(plan.inserts),
+        rows=_journal_rows(plan, stored),
     )
+    now, tally_columns = timezone.now(), tally_fields(tally)
+    # First, and only if no other append wrote since the facts were read (MEM-12).
+    if connection.vendor == "postgresql":
+        changed = _counters_journal_answered(conversation, plan, now, tally_columns, journal)
+    else:
+        changed = _unchanged(conversation).update(
+            version=F("version") + 1,
+            message_count=F("message_count") + len(plan.inserts),
+            unanswered_count=F("unanswered_count") + plan.unanswered_delta,
+            healed_count=F("healed_count") + plan.placeholders_delta,
+            updated_at=now,
+            **tally_columns,
+        )
+        if changed:
+            journal.save(force_insert=True)
+            for chunk in batched(plan.answered, _ID_CHUNK):
+                DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
+                    answered=True
+                )
     if not changed:
         raise _StaleBuffer
-    _journal_plan(conversation, plan, stored, writer)
     rewritten: dict[int, healing.Message] = {}
     for replacement in plan.replacements:
         message = replacement.message
@@ -249,19 +279,74 @@ def _apply(
         ],
         batch_size=_INSERT_BATCH,
     )
-    for chunk in batched(plan.answered, _ID_CHUNK):
-        DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
-            answered=True
-        )
 
 
-def _journal_plan(
+# PostgreSQL, in one statement: the compare-and-set of the counters (``_unchanged``), and
+# only if it changed the row, the journal entry and the open calls the plan answered
+# (data-modifying CTEs all run, on one snapshot; each depends on the row ``changed``).
+_COUNTERS_JOURNAL_ANSWERED = """
+WITH changed AS (
+    UPDATE buffers_conversation SET version = version + 1, message_count = message_count + %s,
+        unanswered_count = unanswered_count + %s, healed_count = healed_count + %s,
+        updated_at = %s, rejections = %s::jsonb, problem_counts = %s::jsonb, sendable = %s
+    WHERE id = %s AND version = %s AND owner_id IS NOT DISTINCT FROM %s::bigint
+        AND scope = %s AND scope_id = %s
+    RETURNING id
+), journal AS (
+    INSERT INTO buffers_bufferchange (conversation_id, at, actor_id, actor_name, via, action,
+        reason, version, message_count, rows)
+    SELECT id, %s, %s::bigint, %s, %s, %s, %s, %s, %s, %s::jsonb FROM changed
+), answered AS (
+    UPDATE buffers_declaredcall SET answered = true
+    WHERE conversation_id IN (SELECT id FROM changed) AND call_id = ANY(%s::text[])
+)
+SELECT count(*) FROM changed
+"""
+
+
+def _counters_journal_answered(
     conversation: Conversation,
     plan: healing.AppendPlan,
-    stored: dict[int, _Stored],
-    writer: Writer,
-) -> None:
-    """The journal entry for a plan: each new row by its index, and each replaced
+    now: datetime,
+    tally_columns: dict[str, Any],
+    journal: BufferChange,
+) -> bool:
+    """``_COUNTERS_JOURNAL_ANSWERED`` with the values the ORM path writes on SQLite; whether
+    the conversation's row was still as read (else nothing was written)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _COUNTERS_JOURNAL_ANSWERED,
+            [
+                len(plan.inserts),
+                plan.unanswered_delta,
+                plan.placeholders_delta,
+                now,
+                json.dumps(tally_columns["rejections"]),
+                json.dumps(tally_columns["problem_counts"]),
+                tally_columns["sendable"],
+                conversation.pk,
+                conversation.version,
+                conversation.owner_id,
+                str(conversation.scope),
+                conversation.scope_id,
+                journal.at,
+                journal.actor_id,
+                journal.actor_name,
+                journal.via,
+                str(journal.action),
+                journal.reason,
+                journal.version,
+                journal.message_count,
+                json.dumps(journal.rows),
+                list(plan.answered),
+            ],
+        )
+        (changed,) = cursor.fetchone()
+    return bool(changed)
+
+
+def _journal_rows(plan: healing.AppendPlan, stored: dict[int, _Stored]) -> list[dict[str, Any]]:
+    """The journal's rows for a plan: each new row by its index, and each replaced
     placeholder with its old and new message."""
     old_by_pk = (
         {
@@ -291,9 +376,4 @@ def _journal_plan(
             row["healed"] = True
         rows.append(row)
     rows.sort(key=lambda row: row["index"])
-    writer.record(
-        conversation,
-        version=conversation.version + 1,
-        message_count=conversation.message_count + len(plan.inserts),
-        rows=rows,
-    )
+    return rows

@@ -27,12 +27,20 @@ class Writer:
     def record(
         self, conversation: Conversation, *, version: int, message_count: int, rows: list[Any]
     ) -> BufferChange:
+        entry = self.entry(conversation, version=version, message_count=message_count, rows=rows)
+        entry.save(force_insert=True)
+        return entry
+
+    def entry(
+        self, conversation: Conversation, *, version: int, message_count: int, rows: list[Any]
+    ) -> BufferChange:
+        """The journal's entry for a write, not saved yet (``record`` saves it)."""
         user = cast(User | None, self.by if isinstance(self.by, AbstractBaseUser) else None)
         if user is not None:
             name = user.get_username()
         else:
             name = self.by if isinstance(self.by, str) else ""
-        return BufferChange.objects.create(
+        return BufferChange(
             conversation=conversation,
             actor=user,
             actor_name=name,

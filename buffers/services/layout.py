@@ -15,6 +15,8 @@ from django.db.models import Case, F, Value, When
 from buffers import healing
 from buffers.models import Block, Conversation, Message
 
+from .verdicts import IdPositions
+
 _INSERT_BATCH = 2_000
 
 
@@ -31,6 +33,16 @@ class _Stored:
     @property
     def position(self) -> int:
         return self.block_start + self.slot
+
+
+class _Loaded(dict[int, _Stored]):
+    """The rows a plan touches, by position, as the facts' reads found them; and, for the
+    ids those reads covered, where each is declared and held in the buffer as it was
+    (``ids``), so that the stored verdicts do not read them again (``tally_after``)."""
+
+    def __init__(self, ids: IdPositions | None = None) -> None:
+        super().__init__()
+        self.ids = ids
 
 
 def _make_room(

@@ -5,14 +5,17 @@ turns around each change, and the ids it names (docs/decisions.md, "Stored verdi
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import batched
 from typing import Any
 
+from django.db import connection
 from django.db.models import BooleanField, F, Value
 
-from buffers import healing, selectors
+from buffers import healing
 from buffers.healing.verdicts import Tally, is_head, region_counts
 from buffers.models import Conversation, DeclaredCall, Message
 
@@ -42,6 +45,25 @@ def store_tally(conversation: Conversation, messages: Sequence[healing.Message])
         setattr(conversation, name, value)
 
 
+# Rows ``first`` to ``end`` (exclusive) of a buffer, by position: what
+# ``selectors.messages_page`` reads (the blocks from the one holding ``first``), in raw SQL
+# because building that query through the ORM cost more than running it.
+_ROWS_BETWEEN = """
+SELECT b.start + m.slot, m.role, m.content, m.metadata
+FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
+WHERE b.conversation_id = %s
+  AND b.start >= (
+    SELECT MAX(start) FROM buffers_block WHERE conversation_id = %s AND start <= %s
+  )
+  AND b.start < %s AND b.start + m.slot >= %s AND b.start + m.slot < %s
+"""
+
+
+def _json(text: str | None) -> Any:
+    """A JSON column's value from its text, as ``JSONField`` reads it."""
+    return None if text is None else json.loads(text)
+
+
 class _OldRows:
     """Rows of the buffer as it was before the write, read a page at a time when asked."""
 
@@ -57,13 +79,17 @@ class _OldRows:
         return self.rows[position]
 
     def _load(self, first: int, end: int) -> None:
-        page = selectors.messages_page(self.conversation, offset=first, limit=end - first)
-        for index, role, content, metadata in page.values_list(
-            "index", "role", "content", "metadata"
-        ):  # as Message.as_core, without a model instance per row
-            self.rows[index] = healing.Message.model_construct(
-                role=role, content=content, metadata=metadata
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _ROWS_BETWEEN, [self.conversation.pk, self.conversation.pk, first, end, first, end]
             )
+            for index, role, content, metadata in cursor.fetchall():
+                # as Message.as_core, without a model instance per row
+                self.rows[index] = healing.Message.model_construct(
+                    role=role,
+                    content=_json(content),
+                    metadata=_json(metadata),
+                )
 
     def prefetch(self, points: Sequence[int]) -> None:
         """The rows around ``points`` (in order), a query per cluster of nearby points, not
@@ -103,14 +129,28 @@ class _OldRows:
         return found
 
 
-def tally_after(conversation: Conversation, plan: healing.AppendPlan) -> Tally:
+@dataclass
+class IdPositions:
+    """Where ids are declared (their owner's position) and held (each result's position) in
+    the buffer as it was, for every id in ``covers``: what an append's reads of its facts
+    found, handed to ``tally_after`` so that it reads only the ids they did not cover."""
+
+    owners: dict[str, int] = field(default_factory=dict)
+    holders: dict[str, list[int]] = field(default_factory=dict)
+    covers: set[str] = field(default_factory=set)
+
+
+def tally_after(
+    conversation: Conversation, plan: healing.AppendPlan, known: IdPositions | None = None
+) -> Tally:
     """The tally once ``plan`` is written, from the stored one and what the plan touches;
-    called before the plan is written (it reads the buffer as it was)."""
+    called before the plan is written (it reads the buffer as it was). ``known``: the
+    positions of the ids already read (no second query for them)."""
     rejections: Counter[str] = Counter()
     problems: Counter[str] = Counter()
     old = _OldRows(conversation, plan.length_before)
     tail = _windowed(old, plan, rejections, problems)
-    owners, holders = _id_positions(conversation, plan)
+    owners, holders = _id_positions(conversation, plan, known or IdPositions())
     _responses(plan, owners, holders, rejections)
     _findings(plan, owners, holders, tail, problems)
     return stored_tally(conversation).plus(rejections, problems)
@@ -177,14 +217,16 @@ def _windowed(
 
 
 def _id_positions(
-    conversation: Conversation, plan: healing.AppendPlan
+    conversation: Conversation, plan: healing.AppendPlan, known: IdPositions
 ) -> tuple[dict[str, int], dict[str, list[int]]]:
     """For each id the plan's new rows name: the position of its owner and of each row that
-    holds a result for it, in the buffer as it was."""
+    holds a result for it, in the buffer as it was; read for the ids ``known`` does not
+    cover (none, for an append: its facts covered every id it can write)."""
     written = [i.message for i in plan.inserts] + [r.message for r in plan.replacements]
-    ids = sorted(healing.ids_in_batch(written))
-    owners: dict[str, int] = {}
-    holders: dict[str, list[int]] = {}
+    named = healing.ids_in_batch(written)
+    owners = {i: known.owners[i] for i in named if i in known.owners}
+    holders = {i: known.holders[i] for i in named if i in known.holders}
+    ids = sorted(named - known.covers)
     owner = Value(True, output_field=BooleanField())
     holder = Value(False, output_field=BooleanField())
     for chunk in batched(ids, _ID_CHUNK):
