@@ -136,12 +136,18 @@ def read_transcript_file(
 ) -> TranscriptReading:
     """Every conversation in one file, or InvalidInput naming the file and each place.
     ``max_bytes``: the largest file read (``MAX_TRANSCRIPT_BYTES`` if not given)."""
+    # The bytes are handed over, not kept here: ``read_transcript`` lets them go once decoded.
+    return read_transcript(
+        _file_bytes(path, max_bytes), name=str(path), format=format, max_bytes=max_bytes
+    )
+
+
+def _file_bytes(path: Path, max_bytes: int | None) -> bytes:
     try:
         check_size(str(path), path.stat().st_size, max_bytes)
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise InvalidInput([Problem(str(path), error.strerror or str(error))]) from None
-    return read_transcript(data, name=str(path), format=format, max_bytes=max_bytes)
 
 
 def read_transcript(
@@ -155,9 +161,13 @@ def read_transcript(
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidInput([Problem(name, f"is not UTF-8 text (byte {error.start})")]) from None
+    # Each form of a transcript is let go once the next is made (unless the caller holds
+    # it): the bytes, the text, then what it holds; a long one is large in each.
+    del data
     try:
         with cyclic_gc_paused():
             source = text_source(text, jsonl=name.endswith(".jsonl"))
+            del text
             reading = read_source(source, format, PurePath(name).stem)
     except InvalidInput as error:
         raise InvalidInput(formats.collapse(error.within(f"{name}: ").problems)) from None
@@ -228,6 +238,7 @@ def _several_values(text: str) -> bool:
 def read_source(source: formats.Source, format: str, title: str) -> TranscriptReading:
     """Every conversation ``source`` holds, read as ``format`` or as the format it fits."""
     check_format(format)
+    forced = format != "auto"
     if source.is_lines and (format == "auto" or not formats.READABLE[format].lines):
         found = formats.detect_source(source) if format == "auto" else None
         if found is None:
@@ -241,7 +252,8 @@ def read_source(source: formats.Source, format: str, title: str) -> TranscriptRe
         conversations = _stored(source.document, "")
         return TranscriptReading("", conversations, ["stored"], len(conversations))
     chosen = formats.READABLE[format]
-    if format not in _FAMILY and not chosen.fits(source):
+    # A detected format fits (``detect_source`` asked it): a forced one is asked here.
+    if forced and format not in _FAMILY and not chosen.fits(source):
         raise InvalidInput(
             [
                 Problem(

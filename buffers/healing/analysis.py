@@ -100,14 +100,16 @@ def call_facts(messages: Sequence[Message]) -> dict[str, CallFacts]:
     index: BufferIndex = index_buffer(messages)
     block_end = _next_non_tool(messages)
     facts: dict[str, CallFacts] = {}
-    for cid in index.owners.keys() | index.holders.keys():
-        owner = index.owners[cid][0] if cid in index.owners else None
+    for cid, (owner, _) in index.owners.items():
         holders = index.holders.get(cid)
         facts[cid] = CallFacts(
             owner=owner,
             first_result=holders[0] if holders else None,
-            owner_block_end=None if owner is None else block_end[owner],
+            owner_block_end=block_end[owner],
         )
+    for cid, holders in index.holders.items():  # results whose id no turn declares
+        if cid not in index.owners:
+            facts[cid] = CallFacts(owner=None, first_result=holders[0], owner_block_end=None)
     return facts
 
 

@@ -356,6 +356,22 @@ def parse_message(raw: object, path: str, *, json_checked: bool = False) -> Mess
     This checks structure only (what a stored transcript must have to be kept at
     all); whether a message may be *appended* is ``appendable_problems``' question.
     """
+    plain = _plainly_stored(raw, json_checked=json_checked)
+    if plain is None:
+        return _parse_by_model(raw, path, json_checked=json_checked)
+    role, content, metadata = plain
+    if not json_checked:  # as ``to_stored`` checks them
+        try:
+            _check_json(content, "content")
+            _check_json(metadata, "metadata")
+        except InvalidInput as error:
+            raise _placed(error, raw, path) from None
+    return Message.model_construct(
+        _fields_set=_STORED_FIELDS, role=role, content=content, metadata=metadata
+    )
+
+
+def _parse_by_model(raw: object, path: str, *, json_checked: bool) -> Message:
     try:
         flat = FlatMessage.model_validate(raw)
     except ValidationError as error:
@@ -373,8 +389,86 @@ def parse_message(raw: object, path: str, *, json_checked: bool = False) -> Mess
     try:
         return flat.to_stored(json_checked=json_checked)
     except InvalidInput as error:
-        problems = [_where_sent(p.within(f"{path}."), raw, path) for p in error.problems]
-        raise InvalidInput(problems) from None
+        raise _placed(error, raw, path) from None
+
+
+def _placed(error: InvalidInput, raw: object, path: str) -> InvalidInput:
+    """What ``to_stored`` found wrong, under the message's path, and where it was sent."""
+    return InvalidInput([_where_sent(p.within(f"{path}."), raw, path) for p in error.problems])
+
+
+def _plainly_stored(raw: object, *, json_checked: bool) -> tuple[Role, Any, dict[str, Any]] | None:
+    """The role, content and metadata of a message in the stored shape that ``FlatMessage``
+    surely accepts, as ``parse_message`` would give them; None for anything else, which
+    the model reads (and says what is wrong with). A shortcut past the model for the rows
+    of a long transcript, never a rule of its own: what it takes, the model takes too.
+
+    Plain: an object with role, content and metadata only, each of a type the model takes,
+    and tool keys of the usual kinds (an id a string of at most ``MAX_ID_LENGTH``
+    characters, ``tool_calls`` a list of objects, ``healed`` a boolean)."""
+    if type(raw) is not dict or not raw.keys() <= _STORED_FIELDS:
+        return None
+    role, content, metadata = raw.get("role"), raw.get("content"), raw.get("metadata")
+    if type(role) is not str or role not in ROLES:
+        return None
+    if content is not None and type(content) not in (str, list, dict):
+        return None
+    if metadata is None:
+        return cast(Role, role), content, {}
+    if type(metadata) is not dict or not _plain_metadata(metadata):
+        return None
+    if json_checked:  # a format reader's row: its metadata is taken as it is
+        return cast(Role, role), content, metadata
+    ordered = _in_model_order(metadata)
+    return None if ordered is None else (cast(Role, role), content, ordered)
+
+
+def _plain_metadata(metadata: dict[Any, Any]) -> bool:
+    healed, calls = metadata.get("healed"), metadata.get("tool_calls")
+    return (
+        _string_keys(metadata)
+        and _plain_id(metadata.get("tool_call_id"))
+        and (healed is None or type(healed) is bool)
+        and (calls is None or (type(calls) is list and all(_plain_call(c) for c in calls)))
+    )
+
+
+def _in_model_order(metadata: dict[Any, Any]) -> dict[str, Any] | None:
+    """``metadata`` as ``to_stored`` rebuilds it: its tool key first, and in each call the
+    ids first (as ``ToolCall.model_dump`` gives it back). None when it has several tool
+    keys, whose order is the model's own."""
+    tool_keys = [key for key in _TOOL_FIELDS if key in metadata]
+    if not tool_keys:
+        return dict(metadata)
+    if len(tool_keys) > 1:
+        return None
+    [key] = tool_keys
+    value = metadata[key]
+    if key == "tool_calls" and value:
+        value = [_ids_first(call) for call in value]
+    return {key: value, **{name: kept for name, kept in metadata.items() if name != key}}
+
+
+def _plain_id(value: object) -> bool:
+    return value is None or (type(value) is str and len(value) <= MAX_ID_LENGTH)
+
+
+def _plain_call(call: object) -> bool:
+    return (
+        type(call) is dict
+        and _plain_id(call.get("tool_call_id"))
+        and _plain_id(call.get("id"))
+        and _string_keys(call)
+    )
+
+
+def _string_keys(value: dict[Any, Any]) -> bool:
+    return all(type(key) is str for key in value)
+
+
+def _ids_first(call: dict[str, Any]) -> dict[str, Any]:
+    """A call as the model gives it back (``ToolCall.model_dump``): its ids first."""
+    return {**{key: call[key] for key in ("tool_call_id", "id") if key in call}, **call}
 
 
 def parse_messages(

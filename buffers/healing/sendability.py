@@ -28,17 +28,32 @@ What is checked, and what is not:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .formats.common import joins_results
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
-Indexed = Iterable[tuple[int, Message]]
-"""The messages a provider is sent, each with its index in the buffer (read once, as it
-goes: not made into a list, which for a long buffer costs more than the check)."""
+
+class Read(NamedTuple):
+    """A message as the checks see it: its index in the buffer, and what the id reader
+    (``ids``) finds in it, read once for every provider's check."""
+
+    at: int
+    message: Message
+    calls: list[tuple[int, str | None]]
+    """``declared_calls``: each call an assistant turn declares, with its id or None."""
+    result: str | None
+    """``result_call_id``: the call a tool result answers."""
+    left_out: bool
+    """``left_out``: a kept Responses item that only the Responses exporter writes."""
+
+
+Indexed = Iterable[Read]
+"""The messages a provider is sent, read as it goes (a generator over a long buffer
+costs less than a list of it)."""
 
 PROVIDERS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -103,10 +118,32 @@ def check(messages: Sequence[Message], provider: str) -> Verdict:
     """The verdict of one provider (one of ``PROVIDERS``) on a stored buffer."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}: one of {', '.join(PROVIDERS)}")
+    return _check(_read(messages), provider)
+
+
+def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
+    """Every provider's verdict, each message read once for all four."""
+    read = list(_read(messages))
+    return {provider: _check(read, provider) for provider in PROVIDERS}
+
+
+def _read(messages: Sequence[Message]) -> Iterator[Read]:
+    for index, message in enumerate(messages):
+        calls = declared_calls(message)
+        yield Read(
+            index,
+            message,
+            calls,
+            result_call_id(message),
+            not calls and isinstance(message.metadata.get("responses_item"), dict),
+        )
+
+
+def _check(read: Iterable[Read], provider: str) -> Verdict:
     if provider == "openai-responses":
-        found = _results_after_calls(enumerate(messages))
+        found = _results_after_calls(read)
     else:
-        sent = ((i, m) for i, m in enumerate(messages) if not left_out(m))
+        sent = (seen for seen in read if not seen.left_out)
         if provider == "openai-chat":
             found = _adjacent_results(sent, lift_system=False, results_first=False)
         elif provider == "anthropic":
@@ -117,10 +154,6 @@ def check(messages: Sequence[Message], provider: str) -> Verdict:
             empty = []
             found = _gemini_turns(_empty_turns(sent, "gemini", empty)) + empty
     return Verdict(provider, tuple(sorted(found, key=lambda r: r.index)))
-
-
-def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
-    return {provider: check(messages, provider) for provider in PROVIDERS}
 
 
 def left_out(message: Message) -> bool:
@@ -140,8 +173,9 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
     ``found`` is complete once the messages are consumed to the end, as every check does."""
     previous: Message | None = None
     pending: Rejection | None = None
-    for index, message in messages:
-        yield index, message
+    for seen in messages:
+        yield seen
+        index, message = seen.at, seen.message
         if message.role == "system":
             continue
         if pending is not None:
@@ -150,7 +184,7 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
         if (
             message.role in ("user", "assistant")
             and not _has_content(message.content)
-            and not declared_calls(message)
+            and not seen.calls
             and not joins_results(message, previous, provider, _NEW_TURN_MARKER[provider])
         ):
             rejection = Rejection(
@@ -176,7 +210,7 @@ def _has_content(content: object) -> bool:
     return bool(content) if isinstance(content, str | list) else content is not None
 
 
-def _unusable_calls(index: int, message: Message) -> list[Rejection]:
+def _unusable_calls(index: int, calls: list[tuple[int, str | None]]) -> list[Rejection]:
     return [
         Rejection(
             index,
@@ -185,7 +219,7 @@ def _unusable_calls(index: int, message: Message) -> list[Rejection]:
             f"the turn at message {index} declares a call without a usable id "
             f"(tool_calls[{ordinal}])",
         )
-        for ordinal, cid in declared_calls(message)
+        for ordinal, cid in calls
         if cid is None
     ]
 
@@ -226,21 +260,23 @@ def _adjacent_results(
             if at is None and turn is not None
         )
 
-    for index, message in messages:
+    for index, message, calls, cid, _ in messages:
         if message.role == "system" and lift_system:
             continue
         if message.role != "tool":
-            end_run()
-            unanswered = {cid for cid, at in answered.items() if at is None}
-            interrupted = (index, unanswered) if unanswered and message.role == "user" else None
+            interrupted = None
+            if answered:  # the run of the turn before ends here
+                end_run()
+                unanswered = {cid for cid, at in answered.items() if at is None}
+                if unanswered and message.role == "user":
+                    interrupted = (index, unanswered)
+                answered = {}
             turn = None
-            answered = {}
-            if message.role == "assistant" and (calls := declared_calls(message)):
-                found.extend(_unusable_calls(index, message))
+            if calls:
+                found.extend(_unusable_calls(index, calls))
                 turn = index
                 answered = {cid: None for _, cid in calls if cid is not None}
             continue
-        cid = result_call_id(message)
         if cid is None:
             found.append(_no_usable_id(index, "tool result"))
         elif cid in answered and (first := answered[cid]) is not None:
@@ -283,14 +319,14 @@ def _results_after_calls(messages: Indexed) -> list[Rejection]:
     output a call somewhere before it. The first declaration of an id owns it (A4)."""
     found: list[Rejection] = []
     calls: dict[str, tuple[int, bool]] = {}
-    for index, message in messages:
+    for index, message, declared, result, _ in messages:
         if message.role == "assistant":
-            found.extend(_unusable_calls(index, message))
-            for _, cid in declared_calls(message):
+            found.extend(_unusable_calls(index, declared))
+            for _, cid in declared:
                 if cid is not None and cid not in calls:
                     calls[cid] = (index, False)
         elif message.role == "tool":
-            cid = result_call_id(message)
+            cid = result
             if cid is None:
                 found.append(_no_usable_id(index, "tool output"))
             elif cid in calls:
@@ -338,7 +374,7 @@ def _gemini_turns(messages: Indexed) -> list[Rejection]:
             )
         )
 
-    for index, message in messages:
+    for index, message, calls, result, _ in messages:
         if message.role == "system":
             continue
         if message.role == "tool":
@@ -346,7 +382,7 @@ def _gemini_turns(messages: Indexed) -> list[Rejection]:
                 found.append(
                     Rejection(
                         index,
-                        result_call_id(message),
+                        result,
                         "unexpected_result",
                         f"the function response at message {index} follows no function call turn",
                     )
@@ -356,7 +392,6 @@ def _gemini_turns(messages: Indexed) -> list[Rejection]:
             continue
         end_responses()
         pending = None
-        calls = declared_calls(message)
         if calls:
             if previous not in ("user", "responses"):
                 found.append(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -141,7 +141,7 @@ def parse_lines(text: str) -> Source:
     unreadable: list[Skipped] = []
     long_numbers = jsontext.has_long_number(text)
     escaped_colons = jsontext.has_escaped_colon(text)
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         if not line or line.isspace():
             continue
         where = f"line {number}"
@@ -159,6 +159,16 @@ def parse_lines(text: str) -> Source:
         except ValueError as error:  # e.g. an integer of more than 4,300 digits
             unreadable.append(Skipped(where, f"cannot be read: {error}"))
     return Source(lines=tuple(lines), unreadable=tuple(unreadable))
+
+
+def _lines(text: str) -> Iterator[str]:
+    """``text.split("\\n")``, a line at a time: a long log's lines are not all held at
+    once beside its text."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 def parse_values(text: str) -> Source:
