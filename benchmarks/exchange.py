@@ -49,7 +49,7 @@ from buffers.healing import formats, normalize, sendability  # noqa: E402
 from buffers.models import Conversation  # noqa: E402
 from buffers.transcripts import read_transcript  # noqa: E402
 
-# 100,000 messages of a runtime's log are larger than the command and the upload page take
+# 100,000 messages of a runtime's log are larger than the upload page and the API take
 # (transcripts.MAX_TRANSCRIPT_BYTES); the import itself is measured on them all the same.
 transcripts.MAX_TRANSCRIPT_BYTES = 1 << 30
 
