@@ -99,7 +99,8 @@ def append_messages(
 
 def _unchanged(conversation: Conversation) -> Any:
     """The conversation's row, if it is still as ``conversation`` was read: the same version
-    (no write since), owner and scope (who may write, MEM-6..9)."""
+    (no write since), owner and scope (who may write, MEM-6..9). PostgreSQL's append states
+    these conditions again in SQL (``_COUNTERS_JOURNAL_ANSWERED``): change both together."""
     return Conversation.objects.filter(
         pk=conversation.pk,
         version=conversation.version,
