@@ -45,6 +45,7 @@ from django.utils.safestring import SafeString, mark_safe
 from . import healing
 from .healing import jsontext
 from .models import BUFFER_INDEX, Conversation, Message
+from .selectors import json_column
 
 MAX_QUERY = 200
 """The most characters of a query read; the rest is ignored."""
@@ -761,7 +762,7 @@ def rebuild() -> int:
             batch = [
                 (pk, conversation_id, words)
                 for pk, conversation_id, role, content, metadata, _ in rows
-                if (text := text_of(role, _json(content), _json(metadata) or {}))
+                if (text := text_of(role, json_column(content), json_column(metadata) or {}))
                 and (words := words_of(text))
             ]
             if batch and with_blocks:
@@ -783,12 +784,6 @@ def _has_block_column(cursor: Any) -> bool:
         "AND table_name = 'buffers_messagesearch' AND column_name = 'block_id'"
     )
     return bool(cursor.fetchone()[0])
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        return jsontext.loads(value)[0]
-    return value
 
 
 # SQLite's triggers (migration 0006 made them). SQLite alters a table by making a new one

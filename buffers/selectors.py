@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import F, Min, QuerySet, Subquery
 
 from . import healing
+from .healing import jsontext
 from .models import (
     BUFFER_INDEX,
     Block,
@@ -51,6 +52,46 @@ def messages_page(conversation: Conversation, *, offset: int, limit: int) -> Que
         .filter(index__gte=offset, index__lt=offset + limit)
     )
     return page
+
+
+# ``messages_page``'s rows as the pure core's messages, in plain SQL: the stored verdicts
+# read them on every append, where building the ORM query cost more than running it.
+_CORE_MESSAGES_PAGE = """
+SELECT b.start + m.slot, m.role, m.content, m.metadata
+FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
+WHERE b.conversation_id = %s
+  AND b.start >= (
+    SELECT MAX(start) FROM buffers_block WHERE conversation_id = %s AND start <= %s
+  )
+  AND b.start < %s AND b.start + m.slot >= %s AND b.start + m.slot < %s
+"""
+
+
+def core_messages_page(
+    conversation: Conversation, *, offset: int, limit: int
+) -> list[tuple[int, healing.Message]]:
+    """``messages_page`` as (index, the pure core's message) pairs, in no set order."""
+    end = offset + limit
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CORE_MESSAGES_PAGE, [conversation.pk, conversation.pk, offset, end, offset, end]
+        )
+        rows = cursor.fetchall()
+    # as Message.as_core, without a model instance per row
+    return [
+        (
+            index,
+            healing.Message.model_construct(
+                role=role, content=json_column(content), metadata=json_column(metadata)
+            ),
+        )
+        for index, role, content, metadata in rows
+    ]
+
+
+def json_column(value: Any) -> Any:
+    """A JSON column's value as a cursor gives it (its text), as ``JSONField`` reads it."""
+    return jsontext.loads(value)[0] if isinstance(value, str) else value
 
 
 def buffer_messages(conversation: Conversation) -> list[healing.Message]:

@@ -5,17 +5,15 @@ turns around each change, and the ids it names (docs/decisions.md, "Stored verdi
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import batched
 from typing import Any
 
-from django.db import connection
 from django.db.models import BooleanField, F, Value
 
-from buffers import healing
+from buffers import healing, selectors
 from buffers.healing.verdicts import Tally, is_head, region_counts
 from buffers.models import Conversation, DeclaredCall, Message
 
@@ -45,25 +43,6 @@ def store_tally(conversation: Conversation, messages: Sequence[healing.Message])
         setattr(conversation, name, value)
 
 
-# Rows ``first`` to ``end`` (exclusive) of a buffer, by position: what
-# ``selectors.messages_page`` reads (the blocks from the one holding ``first``), in raw SQL
-# because building that query through the ORM cost more than running it.
-_ROWS_BETWEEN = """
-SELECT b.start + m.slot, m.role, m.content, m.metadata
-FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
-WHERE b.conversation_id = %s
-  AND b.start >= (
-    SELECT MAX(start) FROM buffers_block WHERE conversation_id = %s AND start <= %s
-  )
-  AND b.start < %s AND b.start + m.slot >= %s AND b.start + m.slot < %s
-"""
-
-
-def _json(text: str | None) -> Any:
-    """A JSON column's value from its text, as ``JSONField`` reads it."""
-    return None if text is None else json.loads(text)
-
-
 class _OldRows:
     """Rows of the buffer as it was before the write, read a page at a time when asked."""
 
@@ -79,17 +58,8 @@ class _OldRows:
         return self.rows[position]
 
     def _load(self, first: int, end: int) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _ROWS_BETWEEN, [self.conversation.pk, self.conversation.pk, first, end, first, end]
-            )
-            for index, role, content, metadata in cursor.fetchall():
-                # as Message.as_core, without a model instance per row
-                self.rows[index] = healing.Message.model_construct(
-                    role=role,
-                    content=_json(content),
-                    metadata=_json(metadata),
-                )
+        page = selectors.core_messages_page(self.conversation, offset=first, limit=end - first)
+        self.rows.update(page)
 
     def prefetch(self, points: Sequence[int]) -> None:
         """The rows around ``points`` (in order), a query per cluster of nearby points, not
