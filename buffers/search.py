@@ -197,9 +197,11 @@ def _pg_query(words: Sequence[str]) -> str:
     return " & ".join(f"'{w}':*" if _prefix(w) else f"'{w}'" for w in words)
 
 
-def _fts_body(words: Sequence[str]) -> str:
+def _fts_body(words: Sequence[str], *, prefixes: bool = True) -> str:
+    """An FTS5 query of the words, each (of two characters or more) as a prefix unless
+    ``prefixes`` is false."""
     # Quoted: a word such as "and" or "near" is a word, not an operator.
-    return " AND ".join(f'"{w}"*' if _prefix(w) else f'"{w}"' for w in words)
+    return " AND ".join(f'"{w}"*' if prefixes and _prefix(w) else f'"{w}"' for w in words)
 
 
 def _vendor() -> str:
@@ -217,9 +219,19 @@ most recently updated conversations (of ``SAMPLE_LONGEST`` messages or fewer) is
 (see ``matching_conversations``)."""
 
 
+@dataclass(frozen=True)
+class Matching:
+    """The list's conversations that hold the words: ``condition`` filters the list, and
+    ``common`` says it checks each conversation as the list reaches it (then ``first_hits``
+    finds their hits the same way: pass it on)."""
+
+    condition: Q
+    common: bool = False
+
+
 def matching_conversations(
     words: Sequence[str], *, cap: int | None = None, dense_share: int | None = None
-) -> Q:
+) -> Matching:
     """Conversations whose title and source, or one of whose messages, hold every word.
 
     One query first, whatever the numbers: the ids of up to ``MATCH_CAP`` conversations with
@@ -237,22 +249,22 @@ def matching_conversations(
     each path with a few rows).
     """
     if not words:
-        return Q(pk__in=[])
+        return Matching(Q(pk__in=[]))
     cap = MATCH_CAP if cap is None else cap
     ids, common = _matching_ids(words, cap, DENSE_SHARE if dense_share is None else dense_share)
     if common or len(ids) > cap:
-        return Q(_each_conversation_holds(words))
+        return Matching(Q(_each_conversation_holds(words)), common=True)
     # PostgreSQL's ids include the conversations whose title and source match: ORed with
     # their index's condition, the planner walked the list's whole order instead.
     titles = Q() if _vendor() == "postgresql" else _titles_match(words)
     if not ids:
-        return titles if titles else Q(pk__in=[])
+        return Matching(titles if titles else Q(pk__in=[]))
     # The ids written into the statement (integers from the database): as parameters,
     # Django would prepare and the driver quote 2,000 of them, twice, for the count and
     # the page (20 ms), where the database takes 2 ms.
     listed = ", ".join(str(int(pk)) for pk in ids)
     among = RawSQL(f"buffers_conversation.id IN ({listed})", (), output_field=BooleanField())
-    return Q(among) | titles
+    return Matching(Q(among) | titles)
 
 
 def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[list[int], bool]:
@@ -263,8 +275,7 @@ def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[lis
         if _vendor() == "postgresql":
             query = _pg_query(words)
             # The sample is an InitPlan, run once; when it finds the word common the
-            # one-time filter skips the index scan. OFFSET 0 keeps each EXISTS a per-row
-            # check (never a hashed scan of every match), and keeps the ids read through
+            # one-time filter skips the index scan. OFFSET 0 keeps the ids read through
             # the GIN index (never the btree walked in order, all of it for a rare word).
             # A long conversation is left out of the sample: checking one without the
             # word would read each of its rows.
@@ -272,9 +283,7 @@ def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[lis
                 "WITH sample AS MATERIALIZED (SELECT count(*) >= %s AS common FROM "
                 "(SELECT c.id, c.message_count FROM buffers_conversation c "
                 "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) c "
-                "WHERE c.message_count <= %s AND EXISTS ("
-                "SELECT 1 FROM buffers_messagesearch s WHERE s.conversation_id = c.id "
-                "AND s.document @@ %s::tsquery OFFSET 0)) "
+                f"WHERE c.message_count <= %s AND {_pg_conversation_holds('c.id')}) "
                 "SELECT NULL FROM sample WHERE common UNION ALL ("
                 "SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
                 "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
@@ -286,11 +295,24 @@ def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[lis
                     *(query, query, max(cap + 1, 0)),
                 ],
             )
-        else:  # FTS5 gives rows as it finds them: DISTINCT ... LIMIT stops early
-            cursor.execute(
+        else:
+            # FTS5 gives a word's rows as it finds them, so DISTINCT ... LIMIT stops early;
+            # but it gathers every match of a prefix before the first (18 ms for "report"
+            # over a million messages). A prefix matches all its word does: when the
+            # words as they are match more conversations than the cap, so do their
+            # prefixes, and the prefixes are not asked (the join's outer row says so).
+            distinct = (
                 "SELECT DISTINCT conversation_id FROM buffers_messagesearch "
-                "WHERE buffers_messagesearch MATCH %s LIMIT %s",
-                [f"body : ({_fts_body(words)})", max(cap + 1, 0)],
+                "WHERE buffers_messagesearch MATCH %s LIMIT %s"
+            )
+            cursor.execute(
+                f"WITH exact AS MATERIALIZED (SELECT count(*) > %s AS common FROM ({distinct})) "
+                "SELECT NULL FROM exact WHERE common UNION ALL SELECT p.conversation_id "
+                f"FROM exact CROSS JOIN ({distinct}) p WHERE NOT exact.common",
+                [
+                    *(cap, f"body : ({_fts_body(words, prefixes=False)})", max(cap + 1, 0)),
+                    *(f"body : ({_fts_body(words)})", max(cap + 1, 0)),
+                ],
             )
         rows = [pk for (pk,) in cursor.fetchall()]
     if None in rows:
@@ -311,25 +333,41 @@ def _each_conversation_holds(words: Sequence[str]) -> RawSQL:
     if _vendor() == "postgresql":
         query = _pg_query(words)
         sql = (
-            "(EXISTS (SELECT 1 FROM buffers_messagesearch s "
-            "WHERE s.conversation_id = buffers_conversation.id "
-            "AND s.document @@ %s::tsquery OFFSET 0) OR buffers_conversation.id IN ("
-            f"SELECT c.id FROM buffers_conversation c WHERE {PG_CONVERSATION_DOCUMENT} "
-            "@@ %s::tsquery))"
+            f"({_pg_conversation_holds('buffers_conversation.id')} OR "
+            "buffers_conversation.id IN (SELECT c.id FROM buffers_conversation c "
+            f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery))"
         )
         return RawSQL(sql, (query, query), output_field=BooleanField())
-    # An FTS5 query of a prefix gathers every match of it first (25 ms for "report" over a
-    # million messages), too much to ask of each conversation: its messages' words are
-    # read by rowid instead, each indexed word after a space (``words_of``).
-    holds = " AND ".join(["instr(' ' || s.body || ' ', %s)"] * len(words))
+    holds, needles = _sqlite_words_held(words)
     sql = (
         "(EXISTS (SELECT 1 FROM buffers_message m JOIN buffers_messagesearch s "
         "ON s.rowid = m.id WHERE m.conversation_id = buffers_conversation.id "
         f"AND {holds}) OR buffers_conversation.id IN (SELECT rowid FROM "
         "buffers_conversationsearch WHERE buffers_conversationsearch MATCH %s))"
     )
-    needles = [f" {w}" if _prefix(w) else f" {w} " for w in words]
     return RawSQL(sql, (*needles, _fts_body(words)), output_field=BooleanField())
+
+
+def _pg_conversation_holds(conversation_id: str) -> str:
+    """PostgreSQL: a condition that a message of the conversation whose id is the column
+    ``conversation_id`` holds the words of a ``%s`` tsquery, read row by row until one
+    does. The fence (OFFSET 0) keeps the GIN index out of it: asked per conversation, a
+    common word's whole entry there (5,000 rows, 0.26 ms) was read for each of a list's
+    conversations, a plan the planner chose where statistics were missing (350 ms)."""
+    return (
+        "EXISTS (SELECT 1 FROM (SELECT s.document FROM buffers_messagesearch s "
+        f"WHERE s.conversation_id = {conversation_id} OFFSET 0) s "
+        "WHERE s.document @@ %s::tsquery)"
+    )
+
+
+def _sqlite_words_held(words: Sequence[str]) -> tuple[str, list[str]]:
+    """SQLite: a condition that the index row ``s`` holds every word, and its parameters.
+    An FTS5 query of a prefix gathers every match of it first (16 ms for "report" over a
+    million messages), too much to ask of each conversation: the words of its messages
+    are read by rowid instead, each indexed word after a space (``words_of``)."""
+    holds = " AND ".join(["instr(' ' || s.body || ' ', %s)"] * len(words))
+    return holds, [f" {w}" if _prefix(w) else f" {w} " for w in words]
 
 
 @dataclass(frozen=True)
@@ -365,14 +403,27 @@ class Snippet:
         )
 
 
-def first_hits(conversation_ids: Sequence[int], words: Sequence[str]) -> dict[int, Hit]:
+def first_hits(
+    conversation_ids: Sequence[int], words: Sequence[str], *, common: bool = False
+) -> dict[int, Hit]:
     """For each of these conversations that has a message holding the words, one such
-    message (the first written) with a snippet. Two queries, whatever the numbers."""
+    message (the first written) with a snippet. Two queries, whatever the numbers.
+    ``common``: the list checked each conversation on its own (``Matching``); on SQLite
+    their messages are then read as that check read them."""
     if not conversation_ids or not words:
         return {}
     ids = sorted(set(conversation_ids))
     with connection.cursor() as cursor:
-        if _vendor() == "postgresql":
+        if _vendor() == "sqlite" and common:
+            holds, needles = _sqlite_words_held(words)
+            listed = ", ".join(str(int(pk)) for pk in ids)
+            cursor.execute(
+                "SELECT (SELECT m.id FROM buffers_message m JOIN buffers_messagesearch s "
+                f"ON s.rowid = m.id WHERE m.conversation_id = c.id AND {holds} "
+                f"ORDER BY m.id LIMIT 1) FROM buffers_conversation c WHERE c.id IN ({listed})",
+                needles,
+            )
+        elif _vendor() == "postgresql":
             cursor.execute(
                 "SELECT MIN(message_id) FROM buffers_messagesearch "
                 "WHERE conversation_id = ANY(%s) AND document @@ %s::tsquery "
@@ -386,7 +437,7 @@ def first_hits(conversation_ids: Sequence[int], words: Sequence[str]) -> dict[in
                 "MATCH %s GROUP BY conversation_id",
                 [f"conversation_id : ({within}) AND body : ({_fts_body(words)})"],
             )
-        message_ids = [pk for (pk,) in cursor.fetchall()]
+        message_ids = [pk for (pk,) in cursor.fetchall() if pk is not None]
     hits = [_hit(row, words) for row in _messages(message_ids)]
     return {hit.conversation_id: hit for hit in hits}
 

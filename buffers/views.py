@@ -121,11 +121,12 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
         conversations = conversations.filter(sendable=show == "sendable")
     elif show.startswith("rejected-"):
         conversations = conversations.rejected_by(show.removeprefix("rejected-"))
-    if query:
-        conversations = conversations.filter(search.matching_conversations(words))
+    matching = search.matching_conversations(words) if query else None
+    if matching:
+        conversations = conversations.filter(matching.condition)
     page_asked = request.GET.get("page")
     page = BoundedPaginator(conversations, PAGE_SIZE, page_asked).get_page(page_asked)
-    hits = search.first_hits([c.pk for c in page], words)
+    hits = search.first_hits([c.pk for c in page], words, common=bool(matching and matching.common))
     context = {
         "page": page,
         "rows": [(c, hits.get(c.pk)) for c in page],

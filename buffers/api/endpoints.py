@@ -228,11 +228,12 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
         conversations = conversations.filter(sendable=filters.sendable)
     query = search.clean(filters.q)
     words = search.terms(query)
-    if query:
-        conversations = conversations.filter(search.matching_conversations(words))
+    matching = search.matching_conversations(words) if query else None
+    if matching:
+        conversations = conversations.filter(matching.condition)
     limit = min(filters.limit, MAX_PAGE)
     page = list(conversations[filters.offset : filters.offset + limit])
-    hits = search.first_hits([c.pk for c in page], words)
+    hits = search.first_hits([c.pk for c in page], words, common=bool(matching and matching.common))
     # Counted no further than a few pages on, as the list page counts: every row of a
     # 100,000-row list (or every match of a common word) would cost more than the page.
     bound = min(filters.offset + TOTAL_PAGES * limit, BIGGEST_ID - 1)
