@@ -95,9 +95,13 @@ def _next_non_tool(messages: Sequence[Message]) -> list[int]:
     return result
 
 
-def call_facts(messages: Sequence[Message]) -> dict[str, CallFacts]:
-    """The facts of every id a whole in-memory buffer names."""
-    index: BufferIndex = index_buffer(messages)
+def call_facts(
+    messages: Sequence[Message], index: BufferIndex | None = None
+) -> dict[str, CallFacts]:
+    """The facts of every id a whole in-memory buffer names; ``index``, the buffer's
+    ``index_buffer`` when the caller has it already."""
+    if index is None:
+        index = index_buffer(messages)
     block_end = _next_non_tool(messages)
     facts: dict[str, CallFacts] = {}
     for cid, (owner, _) in index.owners.items():

@@ -290,9 +290,12 @@ _TOOL_FIELDS = frozenset(ToolKeys.model_fields)
 
 
 def _as_sent(keys: ToolKeys) -> dict[str, Any]:
-    """The tool keys and other extra keys of a message (or of its metadata) as sent."""
+    """The tool keys (in the model's order: ``model_fields_set`` is a set, whose order
+    changes from process to process) and other extra keys of a message (or of its
+    metadata) as sent."""
+    given = keys.model_fields_set
     sent: dict[str, Any] = {
-        name: getattr(keys, name) for name in keys.model_fields_set if name in ToolKeys.model_fields
+        name: getattr(keys, name) for name in ToolKeys.model_fields if name in given
     }
     if sent.get("tool_calls") is not None:
         sent["tool_calls"] = [call.model_dump(exclude_unset=True) for call in sent["tool_calls"]]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from . import sendability
 from .analysis import FINDING_LABELS, analyze_window, call_facts
+from .facts import BufferIndex
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
@@ -88,11 +89,11 @@ def _ordered(counts: Counter[str]) -> dict[str, int]:
     return {kind: counts[kind] for kind in PROBLEM_LABELS if counts[kind] > 0}
 
 
-def tally(messages: Sequence[Message]) -> Tally:
-    """The tally of a whole buffer."""
+def tally(messages: Sequence[Message], index: BufferIndex | None = None) -> Tally:
+    """The tally of a whole buffer; ``index``, its ``index_buffer`` when the caller has it."""
     verdicts = sendability.check_all(messages)
     # ``analyze``'s findings, without the rest of its analysis (an index of the buffer more).
-    findings = analyze_window(messages, 0, call_facts(messages))
+    findings = analyze_window(messages, 0, call_facts(messages, index))
     problems: Counter[str] = Counter(finding.kind for finding in findings)
     problems["empty_turn"] = len(_empty_turns(verdicts[p] for p in EMPTY_TURN_PROVIDERS))
     return Tally(

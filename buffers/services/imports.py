@@ -232,7 +232,7 @@ def _write_verbatim(
 
     pk_at = ids
     _index_calls(conversation, index, pk_at, len(messages))
-    store_tally(conversation, messages)
+    store_tally(conversation, messages, index)
     conversation.refresh_from_db()
 
 

@@ -35,9 +35,14 @@ def tally_fields(tally: Tally) -> dict[str, Any]:
     }
 
 
-def store_tally(conversation: Conversation, messages: Sequence[healing.Message]) -> None:
-    """The tally of a whole buffer the caller holds, stored."""
-    fields = tally_fields(healing.verdicts.tally(messages))
+def store_tally(
+    conversation: Conversation,
+    messages: Sequence[healing.Message],
+    index: healing.BufferIndex | None = None,
+) -> None:
+    """The tally of a whole buffer the caller holds (and its ``index_buffer``, if it has
+    it), stored."""
+    fields = tally_fields(healing.verdicts.tally(messages, index))
     Conversation.objects.filter(pk=conversation.pk).update(**fields)
     for name, value in fields.items():
         setattr(conversation, name, value)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -55,6 +59,32 @@ def test_structured_content_is_kept_as_sent() -> None:
 
 def test_a_message_without_content_has_null_content() -> None:
     assert parse_message({"role": "assistant"}, "m").content is None
+
+
+def test_several_tool_keys_are_stored_in_one_order_whatever_the_process() -> None:
+    """The stored JSON of a message is the same text in every process: tool keys are not
+    ordered by a set's iteration, which changes with Python's string hashing."""
+    program = (
+        "import json, sys\n"
+        "from buffers.healing import parse_message\n"
+        "raw = {'role': 'tool', 'content': 'ok', 'healed': False, 'tool_call_id': 'c1',\n"
+        "       'tool_calls': [{'id': 'c2', 'name': 'f'}], 'note': 1}\n"
+        "print(json.dumps(parse_message(raw, 'm').as_stored()))\n"
+    )
+    texts = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+
+    assert len(texts) == 1, texts
+    [text] = texts
+    assert list(json.loads(text)["metadata"]) == ["tool_calls", "tool_call_id", "healed", "note"]
 
 
 def test_the_same_key_at_top_level_and_under_metadata_must_agree() -> None:
