@@ -229,7 +229,13 @@ class MessageQuerySet(models.QuerySet["Message"]):
 
 class Message(models.Model):
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.DB_CASCADE, related_name="messages"
+        Conversation,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="messages",
+        help_text="Its block's conversation, kept here for the indexes that start with it. "
+        "The block's foreign key is the constraint, and its cascade the delete (a second "
+        "constraint checked each of an import's rows again: migration 0012).",
     )
     block = models.ForeignKey(Block, on_delete=models.DB_CASCADE, related_name="messages")
     slot = models.IntegerField()
@@ -326,7 +332,12 @@ class DeclaredCall(models.Model):
     """A tool call id a buffer declares, at the turn that owns it (its first declaration)."""
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.DB_CASCADE, related_name="declared_calls"
+        Conversation,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="declared_calls",
+        help_text="Its message's conversation; the message's foreign key is the constraint "
+        "and the cascade (migration 0012).",
     )
     message = models.ForeignKey(Message, on_delete=models.DB_CASCADE, related_name="declared_calls")
     call_id = models.TextField()

@@ -30,6 +30,24 @@ def assert_consistent(conversation: Conversation) -> None:
         expected.sendable,
     )
 
+    # The conversation columns that no constraint keeps (migration 0012): each message's
+    # is its block's, and each declared call's its message's.
+    assert (
+        not Message.objects.filter(block__conversation=conversation)
+        .exclude(conversation=conversation)
+        .exists()
+    )
+    assert (
+        not Message.objects.filter(conversation=conversation)
+        .exclude(block__conversation=conversation)
+        .exists()
+    )
+    assert (
+        not DeclaredCall.objects.filter(message__conversation=conversation)
+        .exclude(conversation=conversation)
+        .exists()
+    )
+
     rows = Message.objects.filter(conversation=conversation).in_buffer_order()
     assert [(r.answers_call_id, r.is_placeholder) for r in rows] == [
         (healing.result_call_id(m), healing.is_placeholder(m)) for m in messages

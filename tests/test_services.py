@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from buffers import healing, selectors, services
-from buffers.models import Conversation, Message
+from buffers.models import Block, Conversation, DeclaredCall, Message
 from tests.buffers import acting_user, assistant, parse, placeholder, result, store, user
 from tests.integrity import assert_consistent
 
@@ -68,6 +68,22 @@ def test_an_import_of_several_conversations_is_all_or_nothing() -> None:
     )
     assert Conversation.objects.count() == 1
     assert Message.objects.count() == 1
+
+
+def test_a_deleted_conversation_takes_its_blocks_messages_and_calls_with_it() -> None:
+    """The database's cascade deletes a conversation's rows (through its blocks, and their
+    messages' declared calls: migration 0012), and no one else's."""
+    kept = store(filler(8), title="kept")
+    gone = store(filler(1200), title="gone")
+    rows = (Block, Message, DeclaredCall)
+    before = {model: model.objects.filter(conversation=kept).count() for model in rows}
+
+    Conversation.objects.filter(pk=gone.pk).delete()
+
+    for model in rows:
+        assert not model.objects.filter(conversation_id=gone.pk).exists(), model
+        assert model.objects.filter(conversation=kept).count() == before[model] > 0, model
+    assert_consistent(kept)
 
 
 def test_an_append_to_an_unknown_conversation_is_refused() -> None:
