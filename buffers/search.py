@@ -222,11 +222,11 @@ most recently updated conversations (of ``SAMPLE_LONGEST`` messages or fewer) is
 @dataclass(frozen=True)
 class Matching:
     """The list's conversations that hold the words: ``condition`` filters the list, and
-    ``common`` says it checks each conversation as the list reaches it (then ``first_hits``
-    finds their hits the same way: pass it on)."""
+    ``per_conversation`` says it checks each conversation as the list reaches it (the words
+    are common; then ``first_hits`` finds their hits the same way: pass it on)."""
 
     condition: Q
-    common: bool = False
+    per_conversation: bool = False
 
 
 def matching_conversations(
@@ -253,7 +253,7 @@ def matching_conversations(
     cap = MATCH_CAP if cap is None else cap
     ids, common = _matching_ids(words, cap, DENSE_SHARE if dense_share is None else dense_share)
     if common or len(ids) > cap:
-        return Matching(Q(_each_conversation_holds(words)), common=True)
+        return Matching(Q(_each_conversation_holds(words)), per_conversation=True)
     # PostgreSQL's ids include the conversations whose title and source match: ORed with
     # their index's condition, the planner walked the list's whole order instead.
     titles = Q() if _vendor() == "postgresql" else _titles_match(words)
@@ -363,7 +363,7 @@ def _pg_conversation_holds(conversation_id: str) -> str:
 
 def _sqlite_words_held(words: Sequence[str]) -> tuple[str, list[str]]:
     """SQLite: a condition that the index row ``s`` holds every word, and its parameters.
-    An FTS5 query of a prefix gathers every match of it first (16 ms for "report" over a
+    An FTS5 query of a prefix gathers every match of it first (18 ms for "report" over a
     million messages), too much to ask of each conversation: the words of its messages
     are read by rowid instead, each indexed word after a space (``words_of``)."""
     holds = " AND ".join(["instr(' ' || s.body || ' ', %s)"] * len(words))
@@ -404,17 +404,17 @@ class Snippet:
 
 
 def first_hits(
-    conversation_ids: Sequence[int], words: Sequence[str], *, common: bool = False
+    conversation_ids: Sequence[int], words: Sequence[str], *, per_conversation: bool = False
 ) -> dict[int, Hit]:
     """For each of these conversations that has a message holding the words, one such
     message (the first written) with a snippet. Two queries, whatever the numbers.
-    ``common``: the list checked each conversation on its own (``Matching``); on SQLite
+    ``per_conversation``: the list checked each conversation on its own (``Matching``); on SQLite
     their messages are then read as that check read them."""
     if not conversation_ids or not words:
         return {}
     ids = sorted(set(conversation_ids))
     with connection.cursor() as cursor:
-        if _vendor() == "sqlite" and common:
+        if _vendor() == "sqlite" and per_conversation:
             holds, needles = _sqlite_words_held(words)
             listed = ", ".join(str(int(pk)) for pk in ids)
             cursor.execute(

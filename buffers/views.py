@@ -122,11 +122,15 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
     elif show.startswith("rejected-"):
         conversations = conversations.rejected_by(show.removeprefix("rejected-"))
     matching = search.matching_conversations(words) if query else None
-    if matching:
+    if matching is not None:
         conversations = conversations.filter(matching.condition)
     page_asked = request.GET.get("page")
     page = BoundedPaginator(conversations, PAGE_SIZE, page_asked).get_page(page_asked)
-    hits = search.first_hits([c.pk for c in page], words, common=bool(matching and matching.common))
+    hits = search.first_hits(
+        [c.pk for c in page],
+        words,
+        per_conversation=matching is not None and matching.per_conversation,
+    )
     context = {
         "page": page,
         "rows": [(c, hits.get(c.pk)) for c in page],

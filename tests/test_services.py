@@ -82,6 +82,11 @@ def test_a_deleted_conversation_takes_its_blocks_messages_and_calls_with_it() ->
 
     for model in rows:
         assert not model.objects.filter(conversation_id=gone.pk).exists(), model
+    with connection.cursor() as cursor:  # and the search index's rows, by a trigger
+        cursor.execute(
+            "SELECT count(*) FROM buffers_messagesearch WHERE conversation_id = %s", [gone.pk]
+        )
+        assert cursor.fetchone()[0] == 0
         assert model.objects.filter(conversation=kept).count() == before[model] > 0, model
     assert_consistent(kept)
 

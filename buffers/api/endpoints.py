@@ -229,11 +229,15 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
     query = search.clean(filters.q)
     words = search.terms(query)
     matching = search.matching_conversations(words) if query else None
-    if matching:
+    if matching is not None:
         conversations = conversations.filter(matching.condition)
     limit = min(filters.limit, MAX_PAGE)
     page = list(conversations[filters.offset : filters.offset + limit])
-    hits = search.first_hits([c.pk for c in page], words, common=bool(matching and matching.common))
+    hits = search.first_hits(
+        [c.pk for c in page],
+        words,
+        per_conversation=matching is not None and matching.per_conversation,
+    )
     # Counted no further than a few pages on, as the list page counts: every row of a
     # 100,000-row list (or every match of a common word) would cost more than the page.
     bound = min(filters.offset + TOTAL_PAGES * limit, BIGGEST_ID - 1)

@@ -265,8 +265,8 @@ def _new_ids(model: type[models.Model], count: int) -> list[int]:
     """``count`` primary keys for new rows of ``model``, taken now, so that the rows and
     what refers to them (the declared-call and search indexes) go in without reading the
     rows back. PostgreSQL draws them from the table's sequence; on SQLite the import holds
-    the database's write lock (BEGIN IMMEDIATE), so the keys after the highest ever used
-    are free."""
+    the database's write lock (BEGIN IMMEDIATE), so the keys after the highest in use (or
+    recorded as used) are free."""
     if not count:
         return []
     table = model._meta.db_table

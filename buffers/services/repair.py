@@ -180,8 +180,9 @@ def _reindex(conversation: Conversation) -> None:
         for _, role, content, metadata in rows
     ]
     DeclaredCall.objects.filter(conversation=conversation).delete()
-    _index_calls(conversation, healing.index_buffer(messages), [pk for pk, *_ in rows], len(rows))
-    store_tally(conversation, messages)
+    index = healing.index_buffer(messages)
+    _index_calls(conversation, index, [pk for pk, *_ in rows], len(rows))
+    store_tally(conversation, messages, index)
     Conversation.objects.filter(pk=conversation.pk).update(
         version=F("version") + 1, updated_at=timezone.now()
     )
