@@ -838,14 +838,18 @@ def test_the_list_shows_the_same_first_hits_whether_its_word_is_rare_or_common(
         )
     store([user("hay")], title="needle in the title")
 
-    def snippets() -> tuple[list[str], dict[str, Any], bool]:
-        """The list page's snippets, the API's matches, and whether the first hits were
-        read message by message (SQLite's ``instr``; PostgreSQL reads them alike)."""
-        with CaptureQueriesContext(connection) as queries:
+    def by_rows(queries: CaptureQueriesContext) -> bool:
+        return any("instr(" in q["sql"] and "LIMIT 1)" in q["sql"] for q in queries)
+
+    def snippets() -> tuple[list[str], dict[str, Any], tuple[bool, bool]]:
+        """The list page's snippets, the API's matches, and whether each read its first
+        hits message by message (SQLite's ``instr``; PostgreSQL reads them alike)."""
+        with CaptureQueriesContext(connection) as page:
             html = client.get("/", {"q": query}).text
+        with CaptureQueriesContext(connection) as listed:
             api = api_list(client, query)
-        by_rows = any("instr(" in q["sql"] and "LIMIT 1)" in q["sql"] for q in queries)
-        return re.findall(r'<p class="snippet">(.*?)</p>', html, re.DOTALL), api, by_rows
+        found = re.findall(r'<p class="snippet">(.*?)</p>', html, re.DOTALL)
+        return found, api, (by_rows(page), by_rows(listed))
 
     rare, rare_api, rare_by_rows = snippets()
     monkeypatch.setattr(search, "MATCH_CAP", 2)
@@ -856,8 +860,9 @@ def test_the_list_shows_the_same_first_hits_whether_its_word_is_rare_or_common(
         f"message 1 (user): needles {n}" for n in reversed(range(5))
     ]
     assert rare_api["needle in the title"] is None
-    assert not rare_by_rows
-    assert common_by_rows == (connection.vendor == "sqlite")
+    assert rare_by_rows == (False, False)
+    sqlite = connection.vendor == "sqlite"
+    assert common_by_rows == (sqlite, sqlite)
 
 
 def test_the_api_list_counts_a_few_pages_on_and_says_when_there_are_more(
