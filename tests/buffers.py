@@ -3,13 +3,18 @@ the database. Spec examples and property tests run through both and must agree."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from buffers import healing, selectors, services
-from buffers.models import Conversation
+from buffers.models import ApiToken, Conversation
+
+if TYPE_CHECKING:  # the test client's response type, known to the stubs only
+    from django.test.client import _MonkeyPatchedWSGIResponse as TestResponse
 
 TESTER = "tester"
 
@@ -147,3 +152,22 @@ def placeholder(call_id: str) -> dict[str, Any]:
 
 def user(content: str = "next") -> dict[str, Any]:
     return {"role": "user", "content": content, "metadata": {}}
+
+
+def keyed_api_append(
+    conversation: Conversation, owner: User, key: str, text: str = "still there?"
+) -> tuple[TestResponse, list[str]]:
+    """A user turn appended through the API with a token and an Idempotency-Key, and the
+    SQL it ran."""
+    headers = {
+        "Authorization": f"Bearer {ApiToken.issue(owner, 'tests')[1]}",
+        "Idempotency-Key": key,
+    }
+    with CaptureQueriesContext(connection) as captured:
+        answer = Client().post(
+            f"/api/conversations/{conversation.pk}/messages",
+            {"messages": [user(text)]},
+            content_type="application/json",
+            headers=headers,
+        )
+    return answer, [q["sql"] for q in captured.captured_queries]

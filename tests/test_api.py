@@ -10,8 +10,16 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from buffers.models import ApiToken, Conversation, Message
-from tests.buffers import acting_user, assistant, placeholder, result, store, user
+from buffers.models import Conversation, Message
+from tests.buffers import (
+    acting_user,
+    assistant,
+    keyed_api_append,
+    placeholder,
+    result,
+    store,
+    user,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -230,21 +238,10 @@ def test_an_append_with_a_token_and_a_key_looks_the_token_up_once() -> None:
     """The idempotency middleware finds the token's user; the API's auth reuses it."""
     owner = acting_user()
     conversation = store([user("go"), assistant("c1")], owner=owner)
-    headers = {
-        "Authorization": f"Bearer {ApiToken.issue(owner, 'tests')[1]}",
-        "Idempotency-Key": "once",
-    }
-
-    with CaptureQueriesContext(connection) as queries:
-        answer = Client().post(
-            f"/api/conversations/{conversation.pk}/messages",
-            {"messages": [user("still there?")]},
-            content_type="application/json",
-            headers=headers,
-        )
+    answer, statements = keyed_api_append(conversation, owner, "once")
 
     assert answer.status_code == 200
-    lookups = [q for q in queries.captured_queries if 'FROM "buffers_apitoken"' in q["sql"]]
+    lookups = [sql for sql in statements if 'FROM "buffers_apitoken"' in sql]
     assert len(lookups) == 1
     assert [healed["tool_call_id"] for healed in answer.json()["healed"]] == ["c1"]
 

@@ -6,16 +6,16 @@ key in one statement."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from buffers import healing, search, services
-from buffers.models import ApiToken, BufferChange, Conversation, IdempotentRequest
-from tests.buffers import acting_user, assistant, parse, result, store, user
+from buffers.models import BufferChange, Conversation, IdempotentRequest
+from tests.buffers import acting_user, assistant, keyed_api_append, parse, result, store, user
 from tests.integrity import assert_consistent
 
 pytestmark = pytest.mark.django_db
@@ -36,39 +36,28 @@ def heal_append(conversation: Conversation, text: str) -> tuple[healing.AppendRe
     return report, [" ".join(q["sql"].split()) for q in captured.captured_queries]
 
 
+# What each statement does, by how it begins (or, for a few, what it holds), first match.
+_KINDS: list[tuple[Callable[[str], bool], str]] = [
+    # A savepoint in the test's transaction stands for BEGIN, its release for COMMIT.
+    (lambda sql: sql.startswith(("BEGIN", "SAVEPOINT")), "BEGIN"),
+    (lambda sql: sql == "COMMIT" or sql.startswith("RELEASE SAVEPOINT"), "COMMIT"),
+    (lambda sql: "pg_advisory_xact_lock" in sql, "lock"),
+    (lambda sql: sql.startswith('SELECT "buffers_conversation"'), "conversation"),
+    (lambda sql: "FROM buffers_declaredcall d" in sql, "open calls"),
+    (lambda sql: sql.startswith("SELECT b.start + m.slot"), "rows around the change"),
+    (lambda sql: sql.startswith("WITH changed AS"), "counters, journal, answered"),
+    (lambda sql: sql.startswith('UPDATE "buffers_conversation"'), "counters"),
+    (lambda sql: sql.startswith('INSERT INTO "buffers_bufferchange"'), "journal"),
+    (lambda sql: sql.startswith('UPDATE "buffers_declaredcall"'), "answered"),
+    (lambda sql: sql.startswith("UPDATE buffers_block"), "last block"),
+    (lambda sql: sql.startswith('INSERT INTO "buffers_message"'), "messages"),
+    (lambda sql: "buffers_messagesearch" in sql, "search index"),
+]
+
+
 def kinds(statements: list[str]) -> list[str]:
-    """Each statement by what it does, in order."""
-    named = []
-    for sql in statements:
-        if sql.startswith(("BEGIN", "SAVEPOINT")):  # a savepoint in the test's transaction
-            named.append("BEGIN")
-        elif sql == "COMMIT" or sql.startswith("RELEASE SAVEPOINT"):
-            named.append("COMMIT")
-        elif "pg_advisory_xact_lock" in sql:
-            named.append("lock")
-        elif sql.startswith('SELECT "buffers_conversation"'):
-            named.append("conversation")
-        elif "FROM buffers_declaredcall d" in sql:
-            named.append("open calls")
-        elif sql.startswith("SELECT b.start + m.slot"):
-            named.append("rows around the change")
-        elif sql.startswith("WITH changed AS"):
-            named.append("counters, journal, answered")
-        elif sql.startswith('UPDATE "buffers_conversation"'):
-            named.append("counters")
-        elif sql.startswith('INSERT INTO "buffers_bufferchange"'):
-            named.append("journal")
-        elif sql.startswith('UPDATE "buffers_declaredcall"'):
-            named.append("answered")
-        elif sql.startswith("UPDATE buffers_block"):
-            named.append("last block")
-        elif sql.startswith('INSERT INTO "buffers_message"'):
-            named.append("messages")
-        elif "buffers_messagesearch" in sql:
-            named.append("search index")
-        else:
-            named.append(sql[:60])
-    return named
+    """Each statement by what it does, in order (its first 60 characters if unknown)."""
+    return [next((name for test, name in _KINDS if test(sql)), sql[:60]) for sql in statements]
 
 
 def test_a_heal_append_runs_these_statements_and_keeps_every_guarantee(settings: Any) -> None:
@@ -153,21 +142,9 @@ def test_an_append_answering_a_call_by_its_result_reads_no_position_twice(settin
 def test_a_keyed_write_claims_its_key_in_one_statement() -> None:
     owner = acting_user()
     conversation = store([user("go"), assistant("c1")], owner=owner)
-    headers = {
-        "Authorization": f"Bearer {ApiToken.issue(owner, 'tests')[1]}",
-        "Idempotency-Key": "one-statement",
-    }
-
-    with CaptureQueriesContext(connection) as captured:
-        answer = Client().post(
-            f"/api/conversations/{conversation.pk}/messages",
-            {"messages": [user("still there?")]},
-            content_type="application/json",
-            headers=headers,
-        )
+    answer, statements = keyed_api_append(conversation, owner, "one-statement")
 
     assert answer.status_code == 200
-    statements = [q["sql"] for q in captured.captured_queries]
     # The test's transaction holds the request's, which holds the append's: no savepoint
     # around the claim itself.
     assert sum(s.startswith("SAVEPOINT") for s in statements) == 2
