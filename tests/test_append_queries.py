@@ -1,8 +1,9 @@
-"""What a heal-append costs in statements, one by one (issue 16): the conversation read once,
-the open calls and the rows around the change read once each (the ids' positions come with
-the facts, not read again for the stored verdicts), and on PostgreSQL the counters, the
-journal and the answered calls written by one statement. And that a keyed write claims its
-key in one statement."""
+"""What a heal-append costs in statements, one by one (issue 16): the conversation read once;
+the facts read in one statement, with the rows around a change at the end (the ids'
+positions and those rows are not read again for the stored verdicts); and on PostgreSQL,
+for rows at the end that fit in the last block, the whole write in one statement: the
+counters, the journal, the answered calls, the block, the messages, their search index and
+the calls they declare. And that a keyed write claims its key in one statement."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from buffers import healing, search, services
-from buffers.models import BufferChange, Conversation, IdempotentRequest
+from buffers import healing, search, selectors, services
+from buffers.models import Block, BufferChange, Conversation, IdempotentRequest
 from tests.buffers import acting_user, assistant, keyed_api_append, parse, result, store, user
 from tests.integrity import assert_consistent
 
@@ -43,8 +44,9 @@ _KINDS: list[tuple[Callable[[str], bool], str]] = [
     (lambda sql: sql == "COMMIT" or sql.startswith("RELEASE SAVEPOINT"), "COMMIT"),
     (lambda sql: "pg_advisory_xact_lock" in sql, "lock"),
     (lambda sql: sql.startswith('SELECT "buffers_conversation"'), "conversation"),
-    (lambda sql: "FROM buffers_declaredcall d" in sql, "open calls"),
+    (lambda sql: sql.startswith("SELECT 'held'") or " UNION ALL " in sql, "facts"),
     (lambda sql: sql.startswith("SELECT b.start + m.slot"), "rows around the change"),
+    (lambda sql: sql.startswith("WITH changed AS") and "added AS" in sql, "the whole write"),
     (lambda sql: sql.startswith("WITH changed AS"), "counters, journal, answered"),
     (lambda sql: sql.startswith('UPDATE "buffers_conversation"'), "counters"),
     (lambda sql: sql.startswith('INSERT INTO "buffers_bufferchange"'), "journal"),
@@ -72,20 +74,15 @@ def test_a_heal_append_runs_these_statements_and_keeps_every_guarantee(settings:
             "conversation",
             "BEGIN",
             "lock",
-            "open calls",
-            "rows around the change",
-            "counters, journal, answered",
-            "last block",
-            "messages",
-            "search index",
+            "facts",
+            "the whole write",
             "COMMIT",
         ]
     else:
         expected = [
             "conversation",
             "BEGIN",
-            "open calls",
-            "rows around the change",
+            "facts",
             "counters",
             "journal",
             "answered",
@@ -162,10 +159,41 @@ def test_the_open_calls_are_read_through_their_partial_index(settings: Any) -> N
     an append then grows with the buffer)."""
     if connection.vendor != "sqlite":
         pytest.skip("PostgreSQL reads ``answered = false`` as ``NOT answered`` by itself")
-    from buffers.services.appends import _OPEN_CALLS
+    from buffers.services.appends import _facts_statement
 
     conversation = store([assistant("late")])
+    sql, params = _facts_statement(conversation, set(), open_calls=True)
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN QUERY PLAN " + _OPEN_CALLS, [conversation.pk, False])
+        cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
         plan = " ".join(str(row) for row in cursor.fetchall())
     assert "declared_call_open" in plan
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_rows_at_the_end_fill_the_last_block_then_open_the_next(settings: Any, batch: int) -> None:
+    """The rows go into the last block while it has room, then into a new one: on
+    PostgreSQL a batch that fits is written by one statement, one that does not by several;
+    either way each row is where a page by position reads it."""
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 8
+    conversation = store(healthy(5))  # one block, room for 3
+    sent: list[str] = []
+    whole_writes = []
+    for turn in range(4):
+        texts = [f"turn {turn}.{n}" for n in range(batch)]
+        with CaptureQueriesContext(connection) as captured:
+            services.append_messages(
+                conversation_id=conversation.pk, messages=parse([user(t) for t in texts]), via="t"
+            )
+        sent += texts
+        statements = [" ".join(q["sql"].split()) for q in captured.captured_queries]
+        whole_writes.append("the whole write" in kinds(statements))
+
+    length = 5 + 4 * batch
+    page = selectors.messages_page(conversation, offset=5, limit=length)
+    assert [row.content for row in page] == sent
+    blocks = Block.objects.filter(conversation=conversation).order_by("start")
+    expected = {1: [(0, 8), (8, 1)], 3: [(0, 8), (8, 8), (16, 1)]}[batch]
+    assert list(blocks.values_list("start", "size")) == expected
+    if connection.vendor == "postgresql":  # a batch that spills over is written row by row
+        assert whole_writes == {1: [True, True, True, False], 3: [True, False, True, False]}[batch]
+    assert_consistent(conversation)

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import batched
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import F
 from django.utils import timezone
 
 from buffers import healing, search
 from buffers.models import Action, BufferChange, Conversation, DeclaredCall, Message
+from buffers.selectors import json_column
 
 from .journal import Actor, Writer
 from .layout import _INSERT_BATCH, _Loaded, _make_room, _place_tail, _resize_blocks, _Stored
 from .locking import _get, _StaleBuffer, with_buffer_lock
 from .scopes import _changed_since_checked, _refused
-from .verdicts import IdPositions, tally_after, tally_fields
+from .verdicts import _NEAR, IdPositions, tally_after, tally_fields
 
 MAX_BATCH = 10_000
 """The most messages one append may carry."""
@@ -121,16 +124,72 @@ def _conversation(conversation_id: int | None) -> Conversation:
     return _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
 
 
-# The declared calls with no result anywhere, and where their turns are: raw SQL, as it runs
-# on every user turn and building it through the ORM cost more than running it. ``answered``
-# is compared to a bound false, as the ORM does: so SQLite uses the partial index of open
-# calls (``answered = 0``), which ``NOT answered`` would not match (a scan of every call).
-_OPEN_CALLS = """
-SELECT d.call_id, d.ordinal, m.id, m.block_id, b.start, m.slot
+# Everything the planner and the stored verdicts need, in one statement whatever the batch:
+# raw SQL, as it runs on every append and building it through the ORM cost more than running
+# it. Each row says what it is (``kind``), then where its message is; ``{ids}`` is the
+# vendor's test of an id against the batch's ids (one bound list, however many). The JSON
+# columns' NULLs are typed, or PostgreSQL takes them for text.
+_HELD = """
+SELECT 'held', m.answers_call_id, m.is_placeholder, NULL, m.id, m.block_id, b.start, m.slot,
+    NULL, CAST(NULL AS jsonb), CAST(NULL AS jsonb)
+FROM buffers_message m JOIN buffers_block b ON b.id = m.block_id
+WHERE m.conversation_id = %s AND {ids}
+"""
+_DECLARED = """
+SELECT 'declared', d.call_id, NULL, d.ordinal, m.id, m.block_id, b.start, m.slot,
+    NULL, CAST(NULL AS jsonb), CAST(NULL AS jsonb)
+FROM buffers_declaredcall d
+JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
+WHERE d.conversation_id = %s AND {ids}
+"""
+# ``answered`` is compared to a bound false, as the ORM does: so SQLite uses the partial
+# index of open calls (``answered = 0``), which ``NOT answered`` would not match.
+_OPEN = """
+SELECT 'open', d.call_id, NULL, d.ordinal, m.id, m.block_id, b.start, m.slot,
+    NULL, CAST(NULL AS jsonb), CAST(NULL AS jsonb)
 FROM buffers_declaredcall d
 JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
 WHERE d.conversation_id = %s AND d.answered = %s
 """
+# The last rows, which the stored verdicts read around a change at the end (``_NEAR``).
+_LAST_ROWS = """
+SELECT 'last', NULL, NULL, NULL, m.id, m.block_id, b.start, m.slot, m.role, m.content, m.metadata
+FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
+WHERE b.conversation_id = %s
+  AND b.start >= (
+    SELECT MAX(start) FROM buffers_block WHERE conversation_id = %s AND start <= %s
+  )
+  AND b.start + m.slot >= %s AND b.start + m.slot < %s
+"""
+
+
+def _facts_statement(
+    conversation: Conversation, ids: set[str], open_calls: bool
+) -> tuple[str, list[Any]]:
+    """``_load_facts``'s one statement and its parameters: the rows that hold a result for
+    ``ids``, those that declare them, the open calls (if asked for), and the buffer's last
+    rows."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if ids:
+        bound: Any
+        if connection.vendor == "postgresql":
+            test, bound = "{column} = ANY(%s::text[])", list(ids)
+        else:
+            test, bound = "{column} IN (SELECT value FROM json_each(%s))", json.dumps(list(ids))
+        parts += [
+            _HELD.format(ids=test.format(column="m.answers_call_id")),
+            _DECLARED.format(ids=test.format(column="d.call_id")),
+        ]
+        params += [conversation.pk, bound, conversation.pk, bound]
+    if open_calls:
+        parts.append(_OPEN)
+        params += [conversation.pk, False]
+    length = conversation.message_count
+    first = max(0, length - 1 - _NEAR)
+    parts.append(_LAST_ROWS)
+    params += [conversation.pk, conversation.pk, first, first, length]
+    return " UNION ALL ".join(parts), params
 
 
 def _load_facts(
@@ -138,25 +197,32 @@ def _load_facts(
 ) -> tuple[healing.BufferFacts, _Loaded]:
     """The facts the planner needs, read from the index columns for this batch's ids only;
     the open calls too when the batch holds a user turn (or ``open_calls``). The rows come
-    with where each id they cover is declared and held, for the stored verdicts."""
+    with where each id they cover is declared and held, and the buffer's last rows, for the
+    stored verdicts."""
     ids = healing.ids_in_batch(batch)
+    with_open_calls = open_calls or any(message.role == "user" for message in batch)
     known = IdPositions(covers=set(ids))
     rows = _Loaded(known)
     holders: dict[str, list[tuple[int, bool]]] = {}
-    for chunk in batched(sorted(ids), _ID_CHUNK):
-        for call_id, placeholder, *where in Message.objects.filter(
-            conversation=conversation, answers_call_id__in=chunk
-        ).values_list(
-            "answers_call_id", "is_placeholder", "pk", "block_id", "block__start", "slot"
-        ):
-            row = _Stored(*where)
-            rows[row.position] = row
-            holders.setdefault(str(call_id), []).append((row.position, placeholder))
-        known.owners.update(
-            DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).values_list(
-                "call_id", F("message__block__start") + F("message__slot")
+    found_open: list[tuple[str, int, _Stored]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(*_facts_statement(conversation, ids, with_open_calls))
+        found = cursor.fetchall()
+    for kind, call_id, placeholder, ordinal, *where, role, content, metadata in found:
+        row = _Stored(*where)
+        if kind == "last":
+            rows.last[row.position] = healing.Message.model_construct(
+                role=role, content=json_column(content), metadata=json_column(metadata)
             )
-        )
+            if row.position == conversation.message_count - 1:
+                rows.end_block = (row.block_id, row.block_start)
+        elif kind == "declared":
+            known.owners[call_id] = row.position
+        elif kind == "held":
+            rows[row.position] = row
+            holders.setdefault(str(call_id), []).append((row.position, bool(placeholder)))
+        else:
+            found_open.append((call_id, ordinal, row))
     declared = set(known.owners)
     results = {}
     for call_id, held in holders.items():
@@ -166,13 +232,9 @@ def _load_facts(
         results[call_id] = healing.ResultSlot(real[0] if real else held[0][0], placeholder=not real)
 
     open_call_list = None
-    if open_calls or any(message.role == "user" for message in batch):
+    if with_open_calls:
         open_call_list = []
-        with connection.cursor() as cursor:
-            cursor.execute(_OPEN_CALLS, [conversation.pk, False])
-            found = cursor.fetchall()
-        for call_id, ordinal, *where in found:
-            row = _Stored(*where)
+        for call_id, ordinal, row in found_open:
             rows[row.position] = row
             open_call_list.append(healing.OpenCall(call_id, row.position, ordinal))
             if call_id not in known.covers:  # declared, and no result anywhere
@@ -201,7 +263,8 @@ def _apply(
     if not plan.inserts and not plan.replacements:
         return
     # Reads the rows around the change, as they are; the ids' positions came with ``stored``.
-    tally = tally_after(conversation, plan, stored.ids if isinstance(stored, _Loaded) else None)
+    loaded = stored if isinstance(stored, _Loaded) else _Loaded()
+    tally = tally_after(conversation, plan, loaded.ids, loaded.last)
     journal = writer.entry(
         conversation,
         version=conversation.version + 1,
@@ -211,7 +274,14 @@ def _apply(
     now, tally_columns = timezone.now(), tally_fields(tally)
     # First, and only if no other append wrote since the facts were read (MEM-12).
     if connection.vendor == "postgresql":
-        changed = _counters_journal_answered(conversation, plan, now, tally_columns, journal)
+        at_end = _tail_in_last_block(conversation, plan, loaded)
+        changed = _counters_journal_answered(
+            conversation, plan, now, tally_columns, journal, at_end
+        )
+        if at_end is not None:  # the new rows, their index and their calls were written too
+            if not changed:
+                raise _StaleBuffer
+            return
     else:
         changed = _unchanged(conversation).update(
             version=F("version") + 1,
@@ -300,9 +370,86 @@ WITH changed AS (
 ), answered AS (
     UPDATE buffers_declaredcall SET answered = true
     WHERE conversation_id IN (SELECT id FROM changed) AND call_id = ANY(%s::text[])
-)
-SELECT count(*) FROM changed
-"""
+)"""
+
+# ... and, for the common append (new rows at the end, all in the last block), the rows
+# too: the block grows, the messages are inserted, then their search index and the calls
+# they declare, joined to them by slot (unique in the block). Each reads ``changed`` or
+# rows that do, so nothing is written when the compare-and-set fails.
+_TAIL_IN_LAST_BLOCK = """, grown AS (
+    UPDATE buffers_block SET size = size + %s FROM changed WHERE buffers_block.id = %s
+), added AS (
+    INSERT INTO buffers_message (conversation_id, block_id, slot, role, content, metadata,
+        answers_call_id, is_placeholder)
+    SELECT changed.id, %s, r.slot, r.role, r.content::jsonb, r.metadata::jsonb, r.answers,
+        r.placeholder
+    FROM changed, unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[],
+        %s::boolean[]) AS r (slot, role, content, metadata, answers, placeholder)
+    RETURNING id, slot
+), indexed AS (
+    INSERT INTO buffers_messagesearch (message_id, conversation_id, block_id, document)
+    SELECT added.id, %s, %s, w.words::tsvector
+    FROM added JOIN unnest(%s::int[], %s::text[]) AS w (slot, words) USING (slot)
+), declared AS (
+    INSERT INTO buffers_declaredcall (conversation_id, message_id, call_id, ordinal, answered)
+    SELECT %s, added.id, c.call_id, c.ordinal, c.answered
+    FROM added JOIN unnest(%s::int[], %s::text[], %s::int[], %s::boolean[])
+        AS c (slot, call_id, ordinal, answered) USING (slot)
+)"""
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """A plan's new rows when they all go at the end, into the last block: its id and
+    start, and the rows."""
+
+    block_id: int
+    block_start: int
+    inserts: Sequence[healing.Insert]
+
+
+def _tail_in_last_block(
+    conversation: Conversation, plan: healing.AppendPlan, loaded: _Loaded
+) -> _Tail | None:
+    """The plan's rows as a ``_Tail`` when it only appends at the end, and the last block
+    has room for them all; else None (the writes go one by one)."""
+    inserts = plan.tail_inserts()
+    if plan.replacements or plan.mid_buffer_inserts() or not inserts or not loaded.end_block:
+        return None
+    block_id, start = loaded.end_block
+    used = conversation.message_count - start
+    if used + len(inserts) > settings.FLOWDROP_BUFFER_BLOCK_SIZE:
+        return None
+    return _Tail(block_id, start, inserts)
+
+
+def _tail_params(conversation: Conversation, plan: healing.AppendPlan, tail: _Tail) -> list[Any]:
+    """``_TAIL_IN_LAST_BLOCK``'s parameters: each new row's columns as arrays, by slot."""
+    slots, roles, contents, metadatas, answers, placeholders = [], [], [], [], [], []
+    word_slots, words = [], []
+    for insert in tail.inserts:
+        message, slot = insert.message, insert.position - tail.block_start
+        slots.append(slot)
+        roles.append(message.role)
+        contents.append(None if message.content is None else json.dumps(message.content))
+        metadatas.append(json.dumps(message.metadata))
+        answers.append(healing.result_call_id(message))
+        placeholders.append(healing.is_placeholder(message))
+        text = search.text_of(message.role, message.content, message.metadata)
+        if text and (found := search.words_of(text)):
+            word_slots.append(slot)
+            words.append(found)
+    declared = plan.declarations
+    return [
+        *[len(tail.inserts), tail.block_id],
+        *[tail.block_id, slots, roles, contents, metadatas, answers, placeholders],
+        *[conversation.pk, tail.block_id, word_slots, words],
+        conversation.pk,
+        [d.position - tail.block_start for d in declared],
+        [d.call_id for d in declared],
+        [d.ordinal for d in declared],
+        [d.answered for d in declared],
+    ]
 
 
 def _counters_journal_answered(
@@ -311,37 +458,43 @@ def _counters_journal_answered(
     now: datetime,
     tally_columns: dict[str, Any],
     journal: BufferChange,
+    tail: _Tail | None = None,
 ) -> bool:
-    """``_COUNTERS_JOURNAL_ANSWERED`` with the values the ORM path writes on SQLite; whether
-    the conversation's row was still as read (else nothing was written)."""
+    """``_COUNTERS_JOURNAL_ANSWERED`` (and ``_TAIL_IN_LAST_BLOCK`` for a ``tail``) with the
+    values the ORM path writes on SQLite; whether the conversation's row was still as read
+    (else nothing was written)."""
+    statement, params = (
+        _COUNTERS_JOURNAL_ANSWERED,
+        [
+            len(plan.inserts),
+            plan.unanswered_delta,
+            plan.placeholders_delta,
+            now,
+            json.dumps(tally_columns["rejections"]),
+            json.dumps(tally_columns["problem_counts"]),
+            tally_columns["sendable"],
+            conversation.pk,
+            conversation.version,
+            conversation.owner_id,
+            str(conversation.scope),
+            conversation.scope_id,
+            journal.at,
+            journal.actor_id,
+            journal.actor_name,
+            journal.via,
+            str(journal.action),
+            journal.reason,
+            journal.version,
+            journal.message_count,
+            json.dumps(journal.rows),
+            list(plan.answered),
+        ],
+    )
+    if tail is not None:
+        statement += _TAIL_IN_LAST_BLOCK
+        params += _tail_params(conversation, plan, tail)
     with connection.cursor() as cursor:
-        cursor.execute(
-            _COUNTERS_JOURNAL_ANSWERED,
-            [
-                len(plan.inserts),
-                plan.unanswered_delta,
-                plan.placeholders_delta,
-                now,
-                json.dumps(tally_columns["rejections"]),
-                json.dumps(tally_columns["problem_counts"]),
-                tally_columns["sendable"],
-                conversation.pk,
-                conversation.version,
-                conversation.owner_id,
-                str(conversation.scope),
-                conversation.scope_id,
-                journal.at,
-                journal.actor_id,
-                journal.actor_name,
-                journal.via,
-                str(journal.action),
-                journal.reason,
-                journal.version,
-                journal.message_count,
-                json.dumps(journal.rows),
-                list(plan.answered),
-            ],
-        )
+        cursor.execute(statement + "\nSELECT count(*) FROM changed", params)
         (changed,) = cursor.fetchone()
     return bool(changed)
 

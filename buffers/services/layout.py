@@ -38,11 +38,15 @@ class _Stored:
 class _Loaded(dict[int, _Stored]):
     """The rows a plan touches, by position, as the facts' reads found them; and, for the
     ids those reads covered, where each is declared and held in the buffer as it was
-    (``ids``), so that the stored verdicts do not read them again (``tally_after``)."""
+    (``ids``), and the buffer's last rows (``last``, by position), so that the stored
+    verdicts do not read them again (``tally_after``); and the id and start of the block
+    that holds the last row (``end_block``)."""
 
     def __init__(self, ids: IdPositions | None = None) -> None:
         super().__init__()
         self.ids = ids
+        self.last: dict[int, healing.Message] = {}
+        self.end_block: tuple[int, int] | None = None
 
 
 def _make_room(

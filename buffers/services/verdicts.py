@@ -6,7 +6,7 @@ turns around each change, and the ids it names (docs/decisions.md, "Stored verdi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import batched
 from typing import Any
@@ -17,8 +17,11 @@ from buffers import healing, selectors
 from buffers.healing.verdicts import Tally, is_head, region_counts
 from buffers.models import Conversation, DeclaredCall, Message
 
+_NEAR = 8
+"""Rows read on each side of a change at first: the heads of the turns near it are most
+often within a few rows."""
 _PAGE = 32
-"""Rows read at a time around a change, looking for the heads of the turns near it."""
+"""Rows read at a time when the heads are further away."""
 _ID_CHUNK = 5_000
 
 
@@ -51,10 +54,12 @@ def store_tally(
 class _OldRows:
     """Rows of the buffer as it was before the write, read a page at a time when asked."""
 
-    def __init__(self, conversation: Conversation, length: int) -> None:
+    def __init__(
+        self, conversation: Conversation, length: int, known: Mapping[int, healing.Message]
+    ) -> None:
         self.conversation = conversation
         self.length = length
-        self.rows: dict[int, healing.Message] = {}
+        self.rows: dict[int, healing.Message] = dict(known)
 
     def __getitem__(self, position: int) -> healing.Message:
         if position not in self.rows:
@@ -71,13 +76,13 @@ class _OldRows:
         per point: a heal of many calls reads the stretches they are in."""
         clusters: list[list[int]] = []
         for point in points:
-            if clusters and point - clusters[-1][1] <= _PAGE // 2:
+            if clusters and point - clusters[-1][1] <= _NEAR:
                 clusters[-1][1] = point
             else:
                 clusters.append([point, point])
         for first, last in clusters:
-            start, end = max(0, first - _PAGE), min(self.length, last + _PAGE + 1)
-            if end > start:
+            start, end = max(0, first - _NEAR), min(self.length, last + _NEAR + 1)
+            if not all(position in self.rows for position in range(start, end)):
                 self._load(start, end)
 
     def heads_before(self, position: int, wanted: int) -> list[int]:
@@ -116,14 +121,18 @@ class IdPositions:
 
 
 def tally_after(
-    conversation: Conversation, plan: healing.AppendPlan, known: IdPositions | None = None
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    known: IdPositions | None = None,
+    rows: Mapping[int, healing.Message] | None = None,
 ) -> Tally:
     """The tally once ``plan`` is written, from the stored one and what the plan touches;
     called before the plan is written (it reads the buffer as it was). ``known``: the
-    positions of the ids already read (no second query for them)."""
+    positions of the ids already read, and ``rows``: rows already read, by position (no
+    second query for either)."""
     rejections: Counter[str] = Counter()
     problems: Counter[str] = Counter()
-    old = _OldRows(conversation, plan.length_before)
+    old = _OldRows(conversation, plan.length_before, rows or {})
     tail = _windowed(old, plan, rejections, problems)
     owners, holders = _id_positions(conversation, plan, known or IdPositions())
     _responses(plan, owners, holders, rejections)
