@@ -7,12 +7,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import batched
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import F
 from django.utils import timezone
 
 from buffers import healing, search
@@ -283,20 +281,7 @@ def _apply(
                 raise _StaleBuffer
             return
     else:
-        changed = _unchanged(conversation).update(
-            version=F("version") + 1,
-            message_count=F("message_count") + len(plan.inserts),
-            unanswered_count=F("unanswered_count") + plan.unanswered_delta,
-            healed_count=F("healed_count") + plan.placeholders_delta,
-            updated_at=now,
-            **tally_columns,
-        )
-        if changed:
-            journal.save(force_insert=True)
-            for chunk in batched(plan.answered, _ID_CHUNK):
-                DeclaredCall.objects.filter(conversation=conversation, call_id__in=chunk).update(
-                    answered=True
-                )
+        changed = _sqlite_counters_journal_answered(conversation, plan, now, tally_columns, journal)
     if not changed:
         raise _StaleBuffer
     rewritten: dict[int, healing.Message] = {}
@@ -497,6 +482,78 @@ def _counters_journal_answered(
         cursor.execute(statement + "\nSELECT count(*) FROM changed", params)
         (changed,) = cursor.fetchone()
     return bool(changed)
+
+
+# SQLite, the same three writes as ``_COUNTERS_JOURNAL_ANSWERED``, one statement each (the
+# journal and the answered calls only once the first changed the row): change both together.
+_SQLITE_COUNTERS = """
+UPDATE buffers_conversation SET version = version + 1, message_count = message_count + %s,
+    unanswered_count = unanswered_count + %s, healed_count = healed_count + %s,
+    updated_at = %s, rejections = %s, problem_counts = %s, sendable = %s
+WHERE id = %s AND version = %s AND owner_id IS %s AND scope = %s AND scope_id = %s
+"""
+_SQLITE_JOURNAL = """
+INSERT INTO buffers_bufferchange (conversation_id, at, actor_id, actor_name, via, action,
+    reason, version, message_count, rows)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+_SQLITE_ANSWERED = """
+UPDATE buffers_declaredcall SET answered = %s
+WHERE conversation_id = %s AND call_id IN (SELECT value FROM json_each(%s))
+"""
+
+
+def _sqlite_counters_journal_answered(
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    now: datetime,
+    tally_columns: dict[str, Any],
+    journal: BufferChange,
+) -> bool:
+    """``_SQLITE_COUNTERS``, then, if it changed the conversation's row (still as read),
+    ``_SQLITE_JOURNAL`` and ``_SQLITE_ANSWERED``; whether it did (else nothing was written).
+    Plain SQL, as the ORM took ten times longer to build these than SQLite to run them."""
+    at = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _SQLITE_COUNTERS,
+            [
+                len(plan.inserts),
+                plan.unanswered_delta,
+                plan.placeholders_delta,
+                at(now),
+                json.dumps(tally_columns["rejections"]),
+                json.dumps(tally_columns["problem_counts"]),
+                tally_columns["sendable"],
+                conversation.pk,
+                conversation.version,
+                conversation.owner_id,
+                str(conversation.scope),
+                conversation.scope_id,
+            ],
+        )
+        if cursor.rowcount != 1:
+            return False
+        cursor.execute(
+            _SQLITE_JOURNAL,
+            [
+                conversation.pk,
+                at(journal.at),
+                journal.actor_id,
+                journal.actor_name,
+                journal.via,
+                str(journal.action),
+                journal.reason,
+                journal.version,
+                journal.message_count,
+                json.dumps(journal.rows),
+            ],
+        )
+        if plan.answered:
+            cursor.execute(
+                _SQLITE_ANSWERED, [True, conversation.pk, json.dumps(list(plan.answered))]
+            )
+    return True
 
 
 def _journal_rows(plan: healing.AppendPlan, stored: dict[int, _Stored]) -> list[dict[str, Any]]:
