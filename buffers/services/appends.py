@@ -26,8 +26,6 @@ from .verdicts import _NEAR, IdPositions, tally_after, tally_fields
 MAX_BATCH = 10_000
 """The most messages one append may carry."""
 
-_ID_CHUNK = 5_000
-
 
 # Appending under the rules.
 
@@ -100,8 +98,9 @@ def append_messages(
 
 def _unchanged(conversation: Conversation) -> Any:
     """The conversation's row, if it is still as ``conversation`` was read: the same version
-    (no write since), owner and scope (who may write, MEM-6..9). PostgreSQL's append states
-    these conditions again in SQL (``_COUNTERS_JOURNAL_ANSWERED``): change both together."""
+    (no write since), owner and scope (who may write, MEM-6..9). The appends state these
+    conditions again in SQL (``_COUNTERS_JOURNAL_ANSWERED``, ``_SQLITE_COUNTERS``): change
+    all three together."""
     return Conversation.objects.filter(
         pk=conversation.pk,
         version=conversation.version,
