@@ -199,3 +199,48 @@ def test_rows_at_the_end_fill_the_last_block_then_open_the_next(settings: Any, b
     if connection.vendor == "postgresql":  # a batch that spills over is written row by row
         assert whole_writes == {1: [True, True, True, False], 3: [True, False, True, False]}[batch]
     assert_consistent(conversation)
+
+
+def test_rows_written_by_the_one_statement_read_back_as_sent(settings: Any) -> None:
+    """What the one-statement write stores is what was sent: content that is null, a list
+    of parts or text beyond ASCII, metadata, the result's id, and the search index row
+    (on PostgreSQL, in its message's block); and a stale conversation row writes nothing
+    and plans again."""
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    conversation = store([user("first")])
+    sent = [
+        assistant("c1", "c2"),
+        {"role": "tool", "content": None, "tool_call_id": "c1"},
+        {"role": "tool", "content": [{"type": "text", "text": "Zürich wetter"}],
+         "tool_call_id": "c2"},
+        {"role": "assistant", "content": "naïve résumé", "metadata": {"model": "m", "n": 1.5}},
+    ]  # fmt: skip
+    stale = Conversation.objects.get(pk=conversation.pk)
+    services.append_messages(conversation_id=conversation.pk, messages=parse([user("x")]), via="t")
+
+    with CaptureQueriesContext(connection) as captured:
+        services.append_messages(conversation=stale, messages=parse(sent), via="t")
+
+    statements = kinds([" ".join(q["sql"].split()) for q in captured.captured_queries])
+    if connection.vendor == "postgresql":  # the first write fails its compare-and-set
+        assert statements.count("the whole write") == 2
+    rows = list(selectors.messages_page(conversation, offset=2, limit=10))
+    assert [row.as_core() for row in rows] == parse(sent)
+    assert [row.answers_call_id for row in rows] == [None, "c1", "c2", None]
+    assert not any(row.is_placeholder for row in rows)
+    assert search.hit_indexes(conversation, ["zürich"]) == [4]
+    assert search.hit_indexes(conversation, ["résumé"]) == [5]
+    if connection.vendor == "postgresql":  # a row per message with words, in its block
+        with_words = [
+            m for m in selectors.buffer_messages(conversation)
+            if search.words_of(search.text_of(m.role, m.content, m.metadata))
+        ]  # fmt: skip
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*), count(*) FILTER (WHERE s.block_id = m.block_id) "
+                "FROM buffers_messagesearch s JOIN buffers_message m ON m.id = s.message_id "
+                "WHERE m.conversation_id = %s",
+                [conversation.pk],
+            )
+            assert cursor.fetchone() == (len(with_words), len(with_words))
+    assert_consistent(conversation)

@@ -108,14 +108,18 @@ def test_an_append_waits_its_turn_and_warns_when_the_wait_runs_out(
     assert_consistent(conversation)
 
 
+@pytest.mark.parametrize("block_size", [3, 64], ids=["row by row", "one statement"])
 def test_an_unserialized_append_that_meets_another_plans_again(
-    postgresql: None, settings: Any, caplog: pytest.LogCaptureFixture
+    postgresql: None, settings: Any, caplog: pytest.LogCaptureFixture, block_size: int
 ) -> None:
     """An append that proceeded unserialized writes only if no other append wrote since it
     read the buffer; the one that finds the buffer changed plans again. Nothing is lost
-    and the order stays whole (PostgreSQL: SQLite cannot proceed without its lock)."""
+    and the order stays whole (PostgreSQL: SQLite cannot proceed without its lock). With
+    blocks of 3 the rows go into a new block, written one statement at a time after the
+    compare-and-set; with 64 they fit in the last one, and the compare-and-set and the
+    rows are one statement, which writes nothing when it fails."""
     settings.FLOWDROP_BUFFER_LOCK_WAIT = 0.2
-    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 3
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = block_size
     conversation = store([assistant("c1"), user(), user()])
     holding = threading.Event()
 

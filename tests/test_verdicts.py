@@ -162,8 +162,8 @@ def test_what_live_ingest_stores_verbatim_keeps_the_verdicts() -> None:
     assert stored(conversation).problems == {"duplicate_result": 1, "orphan_result": 1}
 
 
-# Longer than the rows an append reads around a change (services.verdicts._PAGE), so that
-# what lies beyond them is there to be wrongly counted.
+# Longer than the rows an append reads around a change (services.verdicts._NEAR on each
+# side, then _PAGE at a time), so that what lies beyond them is there to be wrongly counted.
 long_buffers = st.lists(messages(usable_only=False), min_size=20, max_size=90)
 
 

@@ -124,17 +124,18 @@ def _conversation(conversation_id: int | None) -> Conversation:
 # Everything the planner and the stored verdicts need, in one statement whatever the batch:
 # raw SQL, as it runs on every append and building it through the ORM cost more than running
 # it. Each row says what it is (``kind``), then where its message is; ``{ids}`` is the
-# vendor's test of an id against the batch's ids (one bound list, however many). The JSON
-# columns' NULLs are typed, or PostgreSQL takes them for text.
+# vendor's test of an id against the batch's ids (one bound list, however many). Every NULL
+# is typed: PostgreSQL resolves a UNION's column types two branches at a time, and takes
+# two untyped NULLs for text.
 _HELD = """
-SELECT 'held', m.answers_call_id, m.is_placeholder, NULL, m.id, m.block_id, b.start, m.slot,
-    NULL, CAST(NULL AS jsonb), CAST(NULL AS jsonb)
+SELECT 'held', m.answers_call_id, m.is_placeholder, CAST(NULL AS integer), m.id, m.block_id,
+    b.start, m.slot, CAST(NULL AS text), CAST(NULL AS jsonb), CAST(NULL AS jsonb)
 FROM buffers_message m JOIN buffers_block b ON b.id = m.block_id
 WHERE m.conversation_id = %s AND {ids}
 """
 _DECLARED = """
-SELECT 'declared', d.call_id, NULL, d.ordinal, m.id, m.block_id, b.start, m.slot,
-    NULL, CAST(NULL AS jsonb), CAST(NULL AS jsonb)
+SELECT 'declared', d.call_id, CAST(NULL AS boolean), d.ordinal, m.id, m.block_id, b.start,
+    m.slot, CAST(NULL AS text), CAST(NULL AS jsonb), CAST(NULL AS jsonb)
 FROM buffers_declaredcall d
 JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
 WHERE d.conversation_id = %s AND {ids}
@@ -142,15 +143,16 @@ WHERE d.conversation_id = %s AND {ids}
 # ``answered`` is compared to a bound false, as the ORM does: so SQLite uses the partial
 # index of open calls (``answered = 0``), which ``NOT answered`` would not match.
 _OPEN = """
-SELECT 'open', d.call_id, NULL, d.ordinal, m.id, m.block_id, b.start, m.slot,
-    NULL, CAST(NULL AS jsonb), CAST(NULL AS jsonb)
+SELECT 'open', d.call_id, CAST(NULL AS boolean), d.ordinal, m.id, m.block_id, b.start,
+    m.slot, CAST(NULL AS text), CAST(NULL AS jsonb), CAST(NULL AS jsonb)
 FROM buffers_declaredcall d
 JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
 WHERE d.conversation_id = %s AND d.answered = %s
 """
 # The last rows, which the stored verdicts read around a change at the end (``_NEAR``).
 _LAST_ROWS = """
-SELECT 'last', NULL, NULL, NULL, m.id, m.block_id, b.start, m.slot, m.role, m.content, m.metadata
+SELECT 'last', CAST(NULL AS text), CAST(NULL AS boolean), CAST(NULL AS integer), m.id,
+    m.block_id, b.start, m.slot, m.role, m.content, m.metadata
 FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
 WHERE b.conversation_id = %s
   AND b.start >= (
@@ -259,7 +261,8 @@ def _apply(
     along."""
     if not plan.inserts and not plan.replacements:
         return
-    # Reads the rows around the change, as they are; the ids' positions came with ``stored``.
+    # Reads the rows around the change, as they are; the ids' positions and the buffer's
+    # last rows came with ``stored``.
     loaded = stored if isinstance(stored, _Loaded) else _Loaded()
     tally = tally_after(conversation, plan, loaded.ids, loaded.last)
     journal = writer.entry(
@@ -357,8 +360,9 @@ WITH changed AS (
 )"""
 
 # ... and, for the common append (new rows at the end, all in the last block), the rows
-# too: the block grows, the messages are inserted, then their search index and the calls
-# they declare, joined to them by slot (unique in the block). Each reads ``changed`` or
+# too: the block grows, the messages are inserted (their ids in the rows' order, as the
+# ORM gives them), then their search index and the calls they declare, joined to them by
+# slot (unique in the block). Each reads ``changed`` or
 # rows that do, so nothing is written when the compare-and-set fails.
 _TAIL_IN_LAST_BLOCK = """, grown AS (
     UPDATE buffers_block SET size = size + %s FROM changed WHERE buffers_block.id = %s
@@ -368,7 +372,9 @@ _TAIL_IN_LAST_BLOCK = """, grown AS (
     SELECT changed.id, %s, r.slot, r.role, r.content::jsonb, r.metadata::jsonb, r.answers,
         r.placeholder
     FROM changed, unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[],
-        %s::boolean[]) AS r (slot, role, content, metadata, answers, placeholder)
+        %s::boolean[]) WITH ORDINALITY AS r (slot, role, content, metadata, answers,
+        placeholder, n)
+    ORDER BY r.n
     RETURNING id, slot
 ), indexed AS (
     INSERT INTO buffers_messagesearch (message_id, conversation_id, block_id, document)
@@ -445,8 +451,8 @@ def _counters_journal_answered(
     tail: _Tail | None = None,
 ) -> bool:
     """``_COUNTERS_JOURNAL_ANSWERED`` (and ``_TAIL_IN_LAST_BLOCK`` for a ``tail``) with the
-    values the ORM path writes on SQLite; whether the conversation's row was still as read
-    (else nothing was written)."""
+    values SQLite's statements write (``_sqlite_counters_journal_answered``); whether the
+    conversation's row was still as read (else nothing was written)."""
     statement, params = (
         _COUNTERS_JOURNAL_ANSWERED,
         [
