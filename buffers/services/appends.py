@@ -362,8 +362,8 @@ WITH changed AS (
 # ... and, for the common append (new rows at the end, all in the last block), the rows
 # too: the block grows, the messages are inserted (their ids in the rows' order, as the
 # ORM gives them), then their search index and the calls they declare, joined to them by
-# slot (unique in the block). Each reads ``changed`` or
-# rows that do, so nothing is written when the compare-and-set fails.
+# slot (unique in the block). Each reads ``changed`` or rows that do, so nothing is
+# written when the compare-and-set fails.
 _TAIL_IN_LAST_BLOCK = """, grown AS (
     UPDATE buffers_block SET size = size + %s FROM changed WHERE buffers_block.id = %s
 ), added AS (
