@@ -453,33 +453,12 @@ def _counters_journal_answered(
     """``_COUNTERS_JOURNAL_ANSWERED`` (and ``_TAIL_IN_LAST_BLOCK`` for a ``tail``) with the
     values SQLite's statements write (``_sqlite_counters_journal_answered``); whether the
     conversation's row was still as read (else nothing was written)."""
-    statement, params = (
-        _COUNTERS_JOURNAL_ANSWERED,
-        [
-            len(plan.inserts),
-            plan.unanswered_delta,
-            plan.placeholders_delta,
-            now,
-            json.dumps(tally_columns["rejections"]),
-            json.dumps(tally_columns["problem_counts"]),
-            tally_columns["sendable"],
-            conversation.pk,
-            conversation.version,
-            conversation.owner_id,
-            str(conversation.scope),
-            conversation.scope_id,
-            journal.at,
-            journal.actor_id,
-            journal.actor_name,
-            journal.via,
-            str(journal.action),
-            journal.reason,
-            journal.version,
-            journal.message_count,
-            json.dumps(journal.rows),
-            list(plan.answered),
-        ],
-    )
+    statement = _COUNTERS_JOURNAL_ANSWERED
+    params = [
+        *_counters_params(conversation, plan, now, tally_columns),
+        *_journal_params(journal),
+        list(plan.answered),
+    ]
     if tail is not None:
         statement += _TAIL_IN_LAST_BLOCK
         params += _tail_params(conversation, plan, tail)
@@ -518,47 +497,55 @@ def _sqlite_counters_journal_answered(
     """``_SQLITE_COUNTERS``, then, if it changed the conversation's row (still as read),
     ``_SQLITE_JOURNAL`` and ``_SQLITE_ANSWERED``; whether it did (else nothing was written).
     Plain SQL, as the ORM took ten times longer to build these than SQLite to run them."""
-    at = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
-        cursor.execute(
-            _SQLITE_COUNTERS,
-            [
-                len(plan.inserts),
-                plan.unanswered_delta,
-                plan.placeholders_delta,
-                at(now),
-                json.dumps(tally_columns["rejections"]),
-                json.dumps(tally_columns["problem_counts"]),
-                tally_columns["sendable"],
-                conversation.pk,
-                conversation.version,
-                conversation.owner_id,
-                str(conversation.scope),
-                conversation.scope_id,
-            ],
-        )
+        cursor.execute(_SQLITE_COUNTERS, _counters_params(conversation, plan, now, tally_columns))
         if cursor.rowcount != 1:
             return False
-        cursor.execute(
-            _SQLITE_JOURNAL,
-            [
-                conversation.pk,
-                at(journal.at),
-                journal.actor_id,
-                journal.actor_name,
-                journal.via,
-                str(journal.action),
-                journal.reason,
-                journal.version,
-                journal.message_count,
-                json.dumps(journal.rows),
-            ],
-        )
+        cursor.execute(_SQLITE_JOURNAL, [conversation.pk, *_journal_params(journal)])
         if plan.answered:
             cursor.execute(
                 _SQLITE_ANSWERED, [True, conversation.pk, json.dumps(list(plan.answered))]
             )
     return True
+
+
+def _counters_params(
+    conversation: Conversation,
+    plan: healing.AppendPlan,
+    now: datetime,
+    tally_columns: dict[str, Any],
+) -> list[Any]:
+    """The counters' compare-and-set parameters, in both vendors' statements' order: the
+    new values, then the conversation as read."""
+    return [
+        len(plan.inserts),
+        plan.unanswered_delta,
+        plan.placeholders_delta,
+        connection.ops.adapt_datetimefield_value(now),
+        json.dumps(tally_columns["rejections"]),
+        json.dumps(tally_columns["problem_counts"]),
+        tally_columns["sendable"],
+        conversation.pk,
+        conversation.version,
+        conversation.owner_id,
+        str(conversation.scope),
+        conversation.scope_id,
+    ]
+
+
+def _journal_params(journal: BufferChange) -> list[Any]:
+    """The journal entry's columns after its conversation, in both vendors' order."""
+    return [
+        connection.ops.adapt_datetimefield_value(journal.at),
+        journal.actor_id,
+        journal.actor_name,
+        journal.via,
+        str(journal.action),
+        journal.reason,
+        journal.version,
+        journal.message_count,
+        json.dumps(journal.rows),
+    ]
 
 
 def _journal_rows(plan: healing.AppendPlan, stored: dict[int, _Stored]) -> list[dict[str, Any]]:
