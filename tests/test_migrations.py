@@ -53,3 +53,64 @@ def test_the_schema_goes_back_before_search_and_forward_with_the_index_working()
     page = signed_in().get("/", {"q": "zeppelin"})
     assert "airship log" in page.text
     assert "airship log" in signed_in().get("/", {"q": "airship"}).text
+
+
+_REPEATED_INDEXES = {
+    "buffers_block": "buffers_block_conversation_id_e85f20ac",
+    "buffers_declaredcall": "buffers_declaredcall_conversation_id_9c41667f",
+    "buffers_message": "buffers_message_block_id_aff07fb0",
+}
+
+
+def _index_names(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, table)
+    return {name for name, facts in found.items() if facts["index"]}
+
+
+def _message_table_checks_json() -> bool:
+    """SQLite: whether the message table's SQL holds a JSON_VALID check."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'buffers_message'")
+        (sql,) = cursor.fetchone()
+    return "JSON_VALID" in sql
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0013_drops_the_repeated_indexes_and_keeps_every_row_both_ways() -> None:
+    """0013 drops the foreign keys' own indexes that a unique constraint starts with, and
+    on SQLite the messages' JSON_VALID checks; the rows, the search index and the
+    integrity checks hold after it, back before it, and forward again."""
+    kept = store(
+        [user("the zeppelin left"), assistant("c1", "c2"), result("c1"), user("on")],
+        title="airship log",
+        owner=acting_user(),
+    )
+    stored_rows = list(kept.messages.values_list("id", "content", "metadata"))
+
+    def holds() -> None:
+        assert list(kept.messages.values_list("id", "content", "metadata")) == stored_rows
+        assert_consistent(kept)
+        assert "airship log" in signed_in().get("/", {"q": "zeppelin"}).text
+
+    for table, index in _REPEATED_INDEXES.items():
+        assert index not in _index_names(table)
+    assert connection.vendor != "sqlite" or not _message_table_checks_json()
+    holds()
+
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("buffers")
+    executor.migrate([("buffers", "0012_conversation_keys_without_constraints")])
+    keep_sqlite_triggers()
+    for table, index in _REPEATED_INDEXES.items():
+        assert index in _index_names(table)
+    assert connection.vendor != "sqlite" or _message_table_checks_json()
+    holds()
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(latest)
+    keep_sqlite_triggers()
+    for table, index in _REPEATED_INDEXES.items():
+        assert index not in _index_names(table)
+    holds()
