@@ -6,6 +6,11 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+_FROZEN_AT_LOAD = gc.get_freeze_count()
+"""What was frozen before this module loaded: Python 3.12 freezes a few hundred of its own
+tuples as it starts (never collected, whichever generation holds them); they are not a
+reason to leave a transcript in the youngest generation."""
+
 
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
@@ -22,7 +27,7 @@ def cyclic_gc_paused() -> Iterator[None]:
     CPU after reading a 100,000-message Claude Code session, benchmarks/imports.py). So the
     outermost use first hands what survived to the oldest generation (``gc.freeze`` then
     ``gc.unfreeze``: two list splices), walked only at the next full collection; unless
-    something froze objects of its own, which this would thaw.
+    something froze objects of its own since this module loaded, which this would thaw.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -30,7 +35,7 @@ def cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if not gc.get_freeze_count():
+            if gc.get_freeze_count() <= _FROZEN_AT_LOAD:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
