@@ -267,14 +267,20 @@ def search_the_list() -> None:
     """1,000 conversations of 10 messages through the import service, then copies of them
     made by the database (``copy_conversations``) up to 100,000 holding 1,000,000 messages.
     In both: one message of one conversation says "quokka" (it is not copied), one message
-    of every hundredth conversation says "zeppelin", and "report" is in every one."""
+    of every hundredth conversation says "zeppelin", of every twentieth "airship", and
+    "report" is in every one. "airship" fills the first page at both sizes (50 of 1,000
+    match), so its ratio compares like pages, as "zeppelin"'s cannot (10 rows against 50)."""
     client = staff_client()
-    words = {100 * n: {0: "When does the zeppelin leave?"} for n in range(FEW // 100)}
-    words[1] = {4: "the quokka smiled"}
+    words: dict[int, dict[int, str]] = {n: {} for n in range(FEW)}
+    for n in range(0, FEW, 20):
+        words[n][8] = "The airship is late."
+    for n in range(0, FEW, 100):
+        words[n][0] = "When does the zeppelin leave?"
+    words[1][4] = "the quokka smiled"
     template = services.import_conversations(
         [
             services.ConversationIn(
-                messages=planted(PER_CONVERSATION, words.get(n, {})), title=f"run {n}"
+                messages=planted(PER_CONVERSATION, words[n]), title=f"run {n}"
             )
             for n in range(FEW)
         ],
@@ -283,6 +289,7 @@ def search_the_list() -> None:
     queries = {
         "quokka": "1 conversation matches",
         "zeppelin": "1% of conversations match",
+        "airship": "5% of conversations match: a full first page at both sizes",
         "report": "every conversation matches",
     }
     small = {q: measure(client, f"/?q={q}") for q in queries}
