@@ -279,9 +279,7 @@ def search_the_list() -> None:
     words[1][4] = "the quokka smiled"
     template = services.import_conversations(
         [
-            services.ConversationIn(
-                messages=planted(PER_CONVERSATION, words[n]), title=f"run {n}"
-            )
+            services.ConversationIn(messages=planted(PER_CONVERSATION, words[n]), title=f"run {n}")
             for n in range(FEW)
         ],
         via="bench",
