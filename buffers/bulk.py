@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _FROZEN_AT_LOAD = gc.get_freeze_count()
-"""What was frozen before this module loaded: Python 3.12 freezes a few hundred of its own
-tuples as it starts (never collected, whichever generation holds them); they are not a
-reason to leave a transcript in the youngest generation."""
+"""What was frozen before this module loaded: Python 3.12 keeps a few hundred immortal
+tuples of its own frozen (375 here; each full collection puts back those a thaw moved),
+which are no reason to leave a transcript in the youngest generation."""
 
 
 @contextmanager
@@ -23,7 +23,7 @@ def cyclic_gc_paused() -> Iterator[None]:
     counting frees it as before. Nested uses leave the collector as the outermost found it.
 
     What the pause allocated and kept is still counted in the collector's youngest
-    generation, so the first allocation after it would walk all of it at once (0.8 s of
+    generation, so the first allocation after it would walk all of it at once (0.46 s of
     CPU after reading a 100,000-message Claude Code session, benchmarks/imports.py). So the
     outermost use first hands what survived to the oldest generation (``gc.freeze`` then
     ``gc.unfreeze``: two list splices), walked only at the next full collection; unless

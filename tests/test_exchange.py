@@ -731,6 +731,7 @@ def test_what_a_paused_read_kept_is_not_left_for_the_collectors_next_walk() -> N
     young, the first allocation after the pause walks all of it (0.46 s after reading a
     100,000-message Claude Code session). Python 3.12 freezes a few hundred of its own
     objects as it starts, which must not stop this."""
+    assert gc.isenabled()
     with bulk.cyclic_gc_paused():
         kept = [[index] for index in range(200_000)]
 
