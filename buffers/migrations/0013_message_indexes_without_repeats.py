@@ -3,8 +3,8 @@
 # (message_slot, block_start, declared_call_once). On SQLite, message content and
 # metadata lose their JSON_VALID check: the app writes that text only from values it has
 # read and checked, and the check parsed it all again (buffers.models.WrittenJSONField).
-# An import of a 100,000-message Claude Code session writes 140 MB of it: 0.28 s of the
-# insert's 0.72 s was these two (benchmarks/imports.py; docs/decisions.md, "Import").
+# An import of a 100,000-message Claude Code session writes 140 MB of it: the checks and
+# the block's index took 0.28 s of the insert's 0.72 s (docs/decisions.md, "Import").
 # The indexes are dropped by name, without the table rebuild SQLite makes for an altered
 # foreign key; the checks go with a rebuild (SQLite; a no-op on PostgreSQL), after which
 # buffers.search.keep_sqlite_triggers makes the search index's triggers again.
