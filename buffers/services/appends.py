@@ -425,7 +425,7 @@ def _tail_params(conversation: Conversation, plan: healing.AppendPlan, tail: _Ta
         metadatas.append(json.dumps(message.metadata))
         answers.append(healing.result_call_id(message))
         placeholders.append(healing.is_placeholder(message))
-        text = search.text_of(message.role, message.content, message.metadata)
+        text = search.message_text(message)
         if text and (found := search.words_of(text)):
             word_slots.append(slot)
             words.append(found)
