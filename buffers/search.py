@@ -197,26 +197,25 @@ def _pg_query(words: Sequence[str]) -> str:
     return " & ".join(f"'{w}':*" if _prefix(w) else f"'{w}'" for w in words)
 
 
-def _fts_body(words: Sequence[str], *, prefixes: bool = True) -> str:
-    """An FTS5 query of the words, each (of two characters or more) as a prefix unless
-    ``prefixes`` is false."""
+def _fts_body(words: Sequence[str]) -> str:
+    """An FTS5 query of the words, each (of two characters or more) as a prefix."""
     # Quoted: a word such as "and" or "near" is a word, not an operator.
-    return " AND ".join(f'"{w}"*' if prefixes and _prefix(w) else f'"{w}"' for w in words)
+    return " AND ".join(f'"{w}"*' if _prefix(w) else f'"{w}"' for w in words)
 
 
 def _vendor() -> str:
     return connection.vendor
 
 
-MATCH_CAP = 2_000
-"""The list's search first collects up to this many matching conversations' ids; a query
-that matches more is common, and is checked conversation by conversation instead."""
+MATCH_CAP = 10_000
+"""The list's search collects up to this many matching conversations' ids; a query that
+matches more is common, and is checked conversation by conversation instead."""
 DENSE_SAMPLE = 200
 SAMPLE_LONGEST = 1_000
 DENSE_SHARE = 10
-"""PostgreSQL: a query that matches at least one in ``DENSE_SHARE`` of the ``DENSE_SAMPLE``
-most recently updated conversations (of ``SAMPLE_LONGEST`` messages or fewer) is common
-(see ``matching_conversations``)."""
+"""A query that matches at least one in ``DENSE_SHARE`` of the ``DENSE_SAMPLE`` most
+recently updated conversations (of ``SAMPLE_LONGEST`` messages or fewer) is common, and
+no ids are collected (see ``matching_conversations``)."""
 
 
 @dataclass(frozen=True)
@@ -234,16 +233,17 @@ def matching_conversations(
 ) -> Matching:
     """Conversations whose title and source, or one of whose messages, hold every word.
 
-    One query first, whatever the numbers: the ids of up to ``MATCH_CAP`` conversations with
-    a matching message. Under the cap the list filters on those ids (an ordered page of a
-    few hundred rows). Over it the word is common, and collecting every conversation that
-    holds it would read every matching message (a million for "report"), twice, for the
-    count and for the page; instead each conversation is checked as the ordered list
-    reaches it (``EXISTS``), so the page and the bounded count stop after a few hundred.
-
-    On PostgreSQL, whose GIN index reads every match of a common word before giving the
-    first (50 ms for 550,000), the query first samples the most recently updated
-    conversations, one by one, and when the word is common there goes no further.
+    One query first, whatever the numbers. It samples the ``DENSE_SAMPLE`` most recently
+    updated conversations, one by one: when one in ``DENSE_SHARE`` holds the words they
+    are common, and it goes no further. Else it reads the ids of up to ``MATCH_CAP``
+    conversations with a matching message, and under the cap the list filters on those
+    ids. A common word (by the sample, or past the cap) is not collected: that would read
+    every matching message (a million for "report"), twice, for the count and for the
+    page; instead each conversation is checked as the ordered list reaches it
+    (``EXISTS``), so the page and the bounded count stop after a few hundred. The sample
+    keeps that walk for words it finds often (a few conversations read per listed one),
+    and the cap lets a word held by a few percent of a long list be collected rather
+    than walked (at 5%, the walk read 6,000 conversations for a page and its count).
 
     ``cap`` and ``dense_share`` stand in for ``MATCH_CAP`` and ``DENSE_SHARE`` (tests take
     each path with a few rows).
@@ -260,7 +260,7 @@ def matching_conversations(
     if not ids:
         return Matching(titles if titles else Q(pk__in=[]))
     # The ids written into the statement (integers from the database): as parameters,
-    # Django would prepare and the driver quote 2,000 of them, twice, for the count and
+    # Django would prepare and the driver quote thousands of them, twice, for the count and
     # the page (20 ms), where the database takes 2 ms.
     listed = ", ".join(str(int(pk)) for pk in ids)
     among = RawSQL(f"buffers_conversation.id IN ({listed})", (), output_field=BooleanField())
@@ -269,8 +269,8 @@ def matching_conversations(
 
 def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[list[int], bool]:
     """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
-    whose title and source match), and whether PostgreSQL's sample found the word common
-    (then no ids are read)."""
+    whose title and source match), and whether the sample found the word common (then no
+    ids are read)."""
     with connection.cursor() as cursor:
         if _vendor() == "postgresql":
             query = _pg_query(words)
@@ -296,21 +296,24 @@ def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[lis
                 ],
             )
         else:
-            # FTS5 gives a word's rows as it finds them, so DISTINCT ... LIMIT stops early;
+            # FTS5 gives a word's rows as it finds them, so DISTINCT ... LIMIT stops early,
             # but it gathers every match of a prefix before the first (18 ms for "report"
-            # over a million messages). A prefix matches all its word does: when the
-            # words as they are match more conversations than the cap, so do their
-            # prefixes, and the prefixes are not asked (the join's outer row says so).
-            distinct = (
-                "SELECT DISTINCT conversation_id FROM buffers_messagesearch "
-                "WHERE buffers_messagesearch MATCH %s LIMIT %s"
-            )
+            # over a million messages): the sample keeps such words from asking.
+            holds, needles = _sqlite_words_held(words)
             cursor.execute(
-                f"WITH exact AS MATERIALIZED (SELECT count(*) > %s AS common FROM ({distinct})) "
-                "SELECT NULL FROM exact WHERE common UNION ALL SELECT p.conversation_id "
-                f"FROM exact CROSS JOIN ({distinct}) p WHERE NOT exact.common",
+                "WITH sample AS MATERIALIZED (SELECT count(*) >= %s AS common FROM "
+                "(SELECT c.id, c.message_count FROM buffers_conversation c "
+                "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) c "
+                "WHERE c.message_count <= %s AND EXISTS (SELECT 1 FROM buffers_message m "
+                "JOIN buffers_messagesearch s ON s.rowid = m.id "
+                f"WHERE m.conversation_id = c.id AND {holds})) "
+                "SELECT NULL FROM sample WHERE common UNION ALL SELECT p.conversation_id "
+                "FROM sample CROSS JOIN (SELECT DISTINCT conversation_id "
+                "FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s LIMIT %s) p "
+                "WHERE NOT sample.common",
                 [
-                    *(cap, f"body : ({_fts_body(words, prefixes=False)})", max(cap + 1, 0)),
+                    *(DENSE_SAMPLE // dense_share, DENSE_SAMPLE, SAMPLE_LONGEST),
+                    *needles,
                     *(f"body : ({_fts_body(words)})", max(cap + 1, 0)),
                 ],
             )

@@ -32,7 +32,7 @@ def hits(conversation: Conversation, query: str) -> list[int]:
 def found(query: str) -> set[str]:
     """The titles of the conversations that the query finds (title, source or a message),
     the same whether the words are rare (the matching ids are collected first) or common
-    (each conversation is checked as the list reaches it; on PostgreSQL also when the
+    (each conversation is checked as the list reaches it, past the cap or when the
     sample of recent conversations says so)."""
 
     def titles(**tuning: int) -> set[str]:
@@ -42,7 +42,7 @@ def found(query: str) -> set[str]:
 
     rare = titles()
     assert titles(cap=-1) == rare, "as a common word"
-    # PostgreSQL: a share of none of the sample is common (SQLite takes no sample)
+    # a share of none of the sample is common
     assert titles(dense_share=search.DENSE_SAMPLE + 1) == rare, "as the sample finds common"
     return rare
 
@@ -863,6 +863,30 @@ def test_the_list_shows_the_same_first_hits_whether_its_word_is_rare_or_common(
     assert rare_by_rows == (False, False)
     sqlite = connection.vendor == "sqlite"
     assert common_by_rows == (sqlite, sqlite)
+
+
+def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample is the most recently updated conversations, those short enough to read
+    (``SAMPLE_LONGEST``): a word one in ``DENSE_SHARE`` of them holds is checked
+    conversation by conversation, any other has its ids collected; the list is the same."""
+    monkeypatch.setattr(search, "DENSE_SAMPLE", 10)
+    store([user("hay"), user("a needle")], title="the needle")
+    for n in range(9):
+        store([user("hay")], title=f"hay {n}")
+
+    def common() -> bool:
+        return search.matching_conversations(search.terms("needle")).per_conversation
+
+    assert common(), "one of the ten most recent holds it"
+    assert listed(client, "needle") == ["the needle"]
+    monkeypatch.setattr(search, "SAMPLE_LONGEST", 1)
+    assert not common(), "its one conversation is too long for the sample"
+    monkeypatch.setattr(search, "SAMPLE_LONGEST", 2)
+    store([user("hay")], title="newer hay")
+    assert not common(), "it is no longer among the ten most recent"
+    assert listed(client, "needle") == ["the needle"]
 
 
 def test_the_api_list_counts_a_few_pages_on_and_says_when_there_are_more(
