@@ -641,6 +641,33 @@ def test_the_demo_jsonl_lines_are_detected_as_stored() -> None:
             "holds conversations in more than one format (conversations[0] is "
             "openai-responses, conversations[1] is gemini)",
         ),
+        (
+            [
+                {
+                    "sessionId": "e2a7f5c3",
+                    "messageId": 0,
+                    "timestamp": "2026-07-16T10:02:40.118Z",
+                    "type": "user",
+                    "message": "Rename subtract to sub everywhere.",
+                }
+            ],
+            "is a Gemini CLI prompt log (logs.json): it holds the user's prompts only, not "
+            "the conversation; import the session files in chats/ beside it",
+        ),
+        (
+            [{"type": "user", "text": "hi"}, {"type": "gemini", "text": "hello"}],
+            "found a list of 2 objects with keys text, type",
+        ),
+    ],
+    ids=[
+        "string",
+        "empty list",
+        "no messages",
+        "numbers",
+        "stored messages",
+        "mixed bodies",
+        "gemini cli prompt log",
+        "items of types responses lacks",
     ],
 )
 def test_detect_says_what_it_saw_when_it_cannot_tell(document: object, sentence: str) -> None:
@@ -650,6 +677,43 @@ def test_detect_says_what_it_saw_when_it_cannot_tell(document: object, sentence:
     [problem] = caught.value.problems
     assert problem.path == "file"
     assert sentence in problem.message
+
+
+def test_a_list_of_responses_items_that_break_the_format_is_still_read_as_responses() -> None:
+    document = [{"type": "function_call", "name": "f"}]
+
+    assert detect(document) == "openai-responses"
+    assert problems_of(document, "openai-responses") == [
+        "input[0].call_id: is missing",
+        "input[0].arguments: is missing",
+    ]
+
+
+def test_images_nested_in_a_gemini_response_are_its_content_and_written_back_nested() -> None:
+    image = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    document = {
+        "contents": [
+            {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "read_file"}}]},
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "id": "c1",
+                            "name": "read_file",
+                            "response": {"output": "Binary content provided (1 item(s))."},
+                            "parts": [image],
+                        }
+                    }
+                ],
+            },
+        ]
+    }
+
+    tool = one(document, "gemini").messages[1]
+
+    assert tool["content"] == [{"text": "Binary content provided (1 item(s))."}, image]
+    assert round_trip(document, "gemini") == document
 
 
 # Pairing: after reading, every call is answered by its own result.

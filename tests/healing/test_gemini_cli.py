@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 from buffers import healing
 from buffers.healing import InvalidInput, Message, declared_call_ids, result_call_id
-from buffers.healing.formats import READABLE, Converted, Reading, Source, gemini, parse_lines
+from buffers.healing.formats import (
+    READABLE,
+    Converted,
+    Reading,
+    Source,
+    detect_source,
+    gemini,
+    parse_lines,
+)
 from buffers.healing.formats import _family as family
 from buffers.healing.formats.gemini_cli import FORMAT, fits, read
 from buffers.healing.messages import describe
@@ -24,6 +32,8 @@ from tests.healing.test_formats import ROUND_TRIPS, SAMPLES
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OURS = FIXTURES / "gemini-cli"
 HEADER = {"sessionId": "s-1", "projectHash": "h-1", "startTime": "2026-01-01T00:00:00Z"}
+CHECKPOINT = "checkpoint-divide-by-zero.json"
+RESTORE_CHECKPOINT = "2026-07-16T10-05-42_877Z-calc.py-replace.json"
 
 
 def source_of(path: Path) -> Source:
@@ -115,6 +125,10 @@ def test_each_fixture_is_one_conversation_of_the_expected_turns() -> None:
         "crashed.jsonl": "u u a1 t a2 t t a1 t u a0",
         "skill_activation.jsonl": "u u a1 t a0 u a1 t a0",
         "rewound.jsonl": "u a1 t a0 u a0",
+        "image_result.jsonl": "u a1 t a0",
+        "killed_mid_tool.jsonl": "u a0",
+        CHECKPOINT: "u u a1 t a1 t a0",
+        RESTORE_CHECKPOINT: "u u a1 t a1 t a0 u a1",
     }
 
     assert {p.name: shape(messages_of(p.name)) for p in sorted(OURS.iterdir())} == expected
@@ -631,8 +645,8 @@ def test_no_other_formats_fixture_fits(path: Path) -> None:
 
 
 GEMINI_FILES: list[object] = [
-    {"history": SAMPLES["gemini"]["contents"], "authType": "oauth-personal"},
     SAMPLES["gemini"]["contents"],
+    {"history": [{"role": "user", "content": "hi", "agent": "main"}]},
     [{"sessionId": "s", "messageId": 0, "timestamp": "t", "type": "user", "message": "/help"}],
     {"sessionId": "s", "projectHash": "h", "messages": [{"role": "user", "content": "hi"}]},
     {"sessionId": "s", "projectHash": "h"},
@@ -645,7 +659,7 @@ GEMINI_FILES: list[object] = [
     [*(document for _, document in ROUND_TRIPS), *GEMINI_FILES],
     ids=lambda d: json.dumps(d)[:40],
 )
-def test_no_provider_body_checkpoint_or_prompt_log_fits(document: object) -> None:
+def test_no_provider_body_bare_checkpoint_or_prompt_log_fits(document: object) -> None:
     assert not fits(Source(document=document))
 
 
@@ -679,6 +693,170 @@ def test_a_healed_chat_exports_to_gemini_with_each_call_answered_and_its_signatu
     assert model["parts"][-1]["functionCall"]["id"] == "grep_search__grep_search_1784196164533_0"
     again = healing.parse_messages(gemini.read(body).messages)
     assert unanswered(again) == []
+
+
+# Checkpoints: /chat save and /restore.
+
+
+def test_a_chat_save_checkpoint_reads_its_history_as_gemini_contents_keeping_its_auth_type() -> (
+    None
+):
+    history = json.loads((OURS / CHECKPOINT).read_text())["history"]
+    found = reading(CHECKPOINT)
+
+    [only] = found.conversations
+    assert only.messages == gemini.read(history).messages
+    assert only.metadata == {
+        "gemini_cli": {"layout": "chat-checkpoint", "checkpoint": {"authType": "oauth-personal"}}
+    }
+    assert (found.entries, found.unit) == (7, "checkpoint content")
+    assert unanswered(messages_of(CHECKPOINT)) == []
+
+
+def test_a_restore_checkpoint_reads_its_client_history_keeping_the_call_it_was_made_for() -> None:
+    document = json.loads((OURS / RESTORE_CHECKPOINT).read_text())
+    found = conversation(RESTORE_CHECKPOINT)
+
+    assert found.messages == gemini.read(document["clientHistory"]).messages
+    assert found.metadata["gemini_cli"] == {
+        "layout": "restore-checkpoint",
+        "checkpoint": {
+            key: document[key] for key in ("history", "toolCall", "commitHash", "messageId")
+        },
+    }
+    assert unanswered(messages_of(RESTORE_CHECKPOINT)) == ["replace__replace_1784196342877_0"]
+
+
+@pytest.mark.parametrize("name", [CHECKPOINT, RESTORE_CHECKPOINT])
+def test_a_checkpoint_is_detected_as_a_gemini_cli_file(name: str) -> None:
+    assert detect_source(source_of(OURS / name)) is FORMAT
+
+
+def test_a_restore_checkpoint_without_client_history_is_refused_saying_why() -> None:
+    document = {
+        "history": [{"type": "user", "text": "fix it", "id": 1}],
+        "toolCall": {"name": "replace", "args": {}},
+        "commitHash": "7c1e4b9",
+    }
+
+    assert fits(Source(document=document))
+    assert problems_of(Source(document=document)) == [
+        "clientHistory: is missing: without it a /restore checkpoint holds no conversation "
+        "(its history is the CLI's display items, not the contents sent to the model)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        (
+            {"history": [{"role": "model", "parts": [{"functionCall": {}}]}], "authType": "x"},
+            "history[0].parts[0].functionCall.name: is missing",
+        ),
+        (
+            {"history": 7, "authType": "x"},
+            "history: must be a list of Gemini contents, not a number",
+        ),
+        ({"history": [], "authType": "x"}, "history: holds no conversation: it is empty"),
+        (
+            {"clientHistory": [{"role": "user"}], "toolCall": {"name": "replace", "args": {}}},
+            "clientHistory[0].parts: is missing",
+        ),
+    ],
+    ids=["bad content", "not a list", "empty", "restore"],
+)
+def test_what_is_wrong_in_a_checkpoint_is_named_at_its_place(
+    document: dict[str, Any], problem: str
+) -> None:
+    assert problems_of(Source(document=document)) == [problem]
+
+
+# Images nested in a result, as the CLI sends them to gemini-3 models.
+
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+def test_an_image_nested_in_a_result_is_tool_content_and_goes_back_nested_to_gemini() -> None:
+    messages = messages_of("image_result.jsonl")
+    tool = messages[2]
+
+    assert tool.content == [
+        {"type": "text", "text": "Binary content provided (1 item(s))."},
+        {"inlineData": {"mimeType": "image/png", "data": PNG}},
+    ]
+    assert "gemini_cli" not in tool.metadata
+    [part] = gemini.write(messages, {})["contents"][2]["parts"]
+    assert part == {
+        "functionResponse": {
+            "id": "read_file__read_file_1784277612540_0",
+            "name": "read_file",
+            "response": {"output": "Binary content provided (1 item(s))."},
+            "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG}}],
+        }
+    }
+
+
+def test_an_image_nested_in_a_result_a_user_message_gives_is_tool_content_too() -> None:
+    response = {"output": "Binary content provided (1 item(s))."}
+    nested = {
+        "functionResponse": {
+            "id": "c1",
+            "name": "read_file",
+            "response": response,
+            "parts": [IMAGE],
+        }
+    }
+    turn = gemini_message([{"functionCall": {"id": "c1", "name": "read_file", "args": {}}}])
+    rows = read(log(HEADER, turn, user_message([nested]))).conversations[0].messages
+
+    assert rows[1]["content"] == [{"type": "text", "text": response["output"]}, IMAGE]
+    written = gemini.write(healing.parse_messages(rows), {})
+    assert written["contents"][1]["parts"] == [nested]
+
+
+# A run stopped while its tools ran: the CLI had not recorded the calls.
+
+
+def test_a_last_gemini_message_with_no_text_and_no_calls_is_marked_and_said() -> None:
+    found = reading("killed_mid_tool.jsonl")
+    [only] = found.conversations
+    last = only.messages[-1]
+
+    assert last["metadata"]["gemini_cli"]["calls_not_recorded"] is True
+    assert "tool_calls" not in last["metadata"]
+    [said] = found.skipped
+    assert said.where == "line 6"
+    assert "the run stopped while its tool calls ran" in said.why
+    assert "not recorded" in said.why
+
+
+def test_a_single_object_chat_ending_on_such_a_message_is_marked_and_said_too() -> None:
+    found = read(Source(document={**HEADER, "messages": [user_message("go"), gemini_message("")]}))
+
+    assert [s.where for s in found.skipped] == ["messages[1]"]
+    assert found.conversations[0].messages[-1]["metadata"]["gemini_cli"]["calls_not_recorded"]
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [gemini_message(""), user_message("still there?", id="u2")],
+        [gemini_message("Done.")],
+        [gemini_message("", toolCalls=[call("c1", status="executing")])],
+    ],
+    ids=["not last", "with text", "with calls"],
+)
+def test_a_gemini_message_with_text_calls_or_a_successor_is_not_marked(
+    records: list[dict[str, Any]],
+) -> None:
+    found = read(log(HEADER, user_message("go"), *records))
+
+    assert found.skipped == []
+    rows = found.conversations[0].messages
+    assert not any("calls_not_recorded" in r["metadata"].get("gemini_cli", {}) for r in rows)
 
 
 # Found in review: each was a crash, a silent loss or a slow read.

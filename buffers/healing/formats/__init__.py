@@ -39,6 +39,8 @@ and reads it as the one that fits; a transcript that fits none, or more than one
 refused with what it looks like and what was tried. The provider request formats and
 the stored shape are told apart as one family, by ``_family`` below, so that they stay
 disjoint from each other; the agent-runtime formats each declare their own signature.
+A file that is known not to hold a conversation is refused saying what it is (a Gemini
+CLI prompt log, ``logs.json``).
 Within the family, ``_family`` tells the formats apart by their keys. A ``title``,
 ``source``, ``key``, ``scope`` or ``scope_id`` field is the stored shape when the
 document has a ``messages`` list or no field the stored shape lacks (an OpenHands event
@@ -67,7 +69,7 @@ from typing import Any
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.messages import Message
 
-from . import anthropic, gemini, openai_chat, openai_responses
+from . import anthropic, gemini, gemini_cli, openai_chat, openai_responses
 from .common import Converted
 from .source import Entry, Format, Reading, Skipped, Source, collapse, parse_lines, parse_values
 
@@ -181,7 +183,7 @@ def _read_elsewhere(source: Source) -> Reading:
 
 
 def _registry() -> dict[str, Format]:
-    from . import claude_code, codex, gemini_cli, openhands, otel_genai, swe_agent
+    from . import claude_code, codex, openhands, otel_genai, swe_agent
 
     family = [
         Format(
@@ -214,7 +216,8 @@ def _registry() -> dict[str, Format]:
         _family_member(
             "gemini",
             "Gemini contents",
-            "a generateContent body, its contents, or a Gemini CLI checkpoint",
+            "a generateContent body or its contents (a Gemini CLI checkpoint before v0.16, "
+            "a /chat share .json)",
             "contents of {role, parts} whose parts are Gemini's (text, functionCall...)",
         ),
     ]
@@ -347,6 +350,8 @@ def _family_hint(document: object) -> str | None:
     better than by its keys."""
     if document == []:
         return "is an empty list, which could be any format"
+    if gemini_cli.is_prompt_log(document):
+        return gemini_cli.PROMPT_LOG
     if not isinstance(document, list) or not all(isinstance(v, dict) for v in document):
         return None
     if all(set(body) & {"messages", "input", "contents"} for body in document):
@@ -406,7 +411,8 @@ def _family_entries(entries: list[dict[str, Any]], strict: bool = True) -> str |
     if any("parts" in entry for entry in entries):
         return "gemini" if _all_gemini(entries) else None
     if any("type" in entry or _part_types(entry) & _RESPONSES_PARTS for entry in entries):
-        return "openai-responses" if not strict or _all_items(entries) else None
+        fits = _all_items(entries) if strict else _known_item_types(entries)
+        return "openai-responses" if fits else None
     if not entries or not all("role" in entry for entry in entries):
         return None
     if _has_stored_marks(entries):
@@ -434,6 +440,15 @@ def _all_items(items: list[Any]) -> bool:
         and "parts" not in item
         and (str(item["type"]) in _RESPONSES_ITEMS if "type" in item else "role" in item)
         for item in items
+    )
+
+
+def _known_item_types(items: list[dict[str, Any]]) -> bool:
+    """Whether every item's string ``type`` is a Responses item's: the Responses reader
+    keeps an item of another type whole, so a list of those (a Gemini CLI prompt log)
+    would be read as empty assistant turns instead of refused."""
+    return all(
+        not isinstance(item.get("type"), str) or item["type"] in _RESPONSES_ITEMS for item in items
     )
 
 

@@ -1,4 +1,5 @@
-"""Gemini CLI chats: what ``gemini`` records under ``~/.gemini/tmp/<project>/chats/``.
+"""Gemini CLI chats: what ``gemini`` records under ``~/.gemini/tmp/<project>/chats/``,
+and its checkpoints.
 
 Two layouts hold the same records. Up to v0.38 a chat is one JSON object,
 ``{"sessionId", "projectHash", "startTime", "lastUpdated", "messages": [...], "kind",
@@ -40,7 +41,9 @@ Messages (``type``):
   call's (one without an id answers when it is the only one, or the only one of the
   call's name). ``{"output"}`` is the content, ``{"error"}``
   the content with ``is_error`` (both: output, then error), any other response its JSON
-  text, media parts beside it make the content a list; a result the row does not give
+  text; media parts nested in the ``functionResponse`` (images for gemini-3 models,
+  marked ``gemini.nested_parts`` so that the Gemini export nests them again) or beside
+  it follow that text in the content, a list of parts; a result the row does not give
   back as written stays under the tool row's ``gemini_cli.result``. A cancelled call,
   answered ``[Operation Cancelled]``, is answered, as an error. A call with no
   ``result``, ``result: null`` or ``[]``, no ``functionResponse`` for it, or a status
@@ -71,8 +74,22 @@ Messages (``type``):
 The conversation's ``metadata.gemini_cli`` holds ``session`` (every session field but
 ``messages``), ``layout`` (``json`` or ``jsonl``) and ``notices``; its title is the
 session's ``summary``. A call the CLI never recorded (it records a batch once every call
-has finished, so a crash mid-batch leaves nothing) cannot be seen or healed. There is
-no native writer: a healed chat is exported through the Gemini provider format.
+has finished, so a crash mid-batch leaves nothing) cannot be seen or healed: when the
+chat ends on a gemini message with ``content: ""`` and no calls (what the CLI writes
+before its tools run), that row is marked ``calls_not_recorded`` and the reading says so
+among what it skipped. There is no native writer: a healed chat is exported through the
+Gemini provider format.
+
+Checkpoints hold Gemini API contents, read as the Gemini reader reads them (a problem is
+named at ``history[2]...``). ``/chat save <tag>`` writes ``checkpoint-<tag>.json``:
+``{"history": [...], "authType"}`` since v0.16 (before, the bare list, which is read as
+Gemini contents). ``/restore``'s ``checkpoints/<time>-<file>-<tool>.json`` is ``{history,
+clientHistory, toolCall, commitHash, messageId}``, written while an edit awaits approval:
+``clientHistory`` is the contents (ending on the turn that asks for the edit, unanswered),
+``history`` the CLI's display items; one without ``clientHistory`` is refused. The other
+fields stay under ``gemini_cli.checkpoint``, with ``layout`` ``chat-checkpoint`` or
+``restore-checkpoint``. ``logs.json`` beside ``chats/`` holds the user's prompts only:
+detection refuses it, saying so (``PROMPT_LOG``).
 """
 
 from __future__ import annotations
@@ -87,6 +104,8 @@ from buffers.healing.ids import usable_id
 from buffers.healing.messages import describe, json_problem, json_problem_at
 
 from .common import Converted, Problems, Row, has_id, has_text, json_text, row, storable
+from .gemini import NESTED_PARTS, nested_parts
+from .gemini import read as read_contents
 from .source import Entry, Format, Reading, Skipped, Source
 
 NOT_FINISHED = frozenset({"validating", "scheduled", "awaiting_approval", "executing"})
@@ -102,15 +121,36 @@ USAGE = {
     "total": "total",
 }
 SESSION_KEYS = ("sessionId", "projectHash")
+CHAT_CHECKPOINT = "chat-checkpoint"
+CHAT_CHECKPOINT_KEYS = frozenset({"history", "authType"})
+RESTORE_CHECKPOINT = "restore-checkpoint"
+RESTORE_CHECKPOINT_KEYS = frozenset(
+    {"history", "clientHistory", "toolCall", "commitHash", "messageId"}
+)
+PROMPT_LOG_KEYS = frozenset({"sessionId", "messageId", "timestamp", "type", "message"})
+PROMPT_LOG = (
+    "is a Gemini CLI prompt log (logs.json): it holds the user's prompts only, not the "
+    "conversation; import the session files in chats/ beside it"
+)
+CALLS_NOT_RECORDED = (
+    "is the chat's last message, from gemini, with no text and no tool calls: the CLI "
+    "writes one when the model asks for tools, and adds the calls only once all of them "
+    "have finished, so the run stopped while its tool calls ran. They were not recorded: "
+    "nothing shows them unanswered or heals them"
+)
 GEMINI_READ = frozenset({"type", "toolCalls", "content", "timestamp", "model"})
 """What a gemini message's row holds elsewhere than in its namespace (when a string)."""
 
 
 def fits(source: Source) -> bool:
-    """A session object whose messages are typed records, or a log whose first record is
-    the session header (``sessionId`` and ``projectHash``, none of a record's keys)."""
+    """A session object whose messages are typed records, a log whose first record is
+    the session header (``sessionId`` and ``projectHash``, none of a record's keys), or a
+    checkpoint."""
     if not source.is_lines and isinstance(source.document, dict):
         document = source.document
+        kind = checkpoint_kind(document)
+        if kind is not None:
+            return _is_checkpoint(document, kind)
         messages = document.get("messages")
         return (
             _is_header(document)
@@ -132,8 +172,60 @@ def _is_header(value: dict[str, Any]) -> bool:
     return all(isinstance(value.get(key), str) for key in SESSION_KEYS)
 
 
+def checkpoint_kind(document: dict[str, Any]) -> str | None:
+    """Which checkpoint an object's keys make it: ``/chat save``'s ``{history,
+    authType?}``, or ``/restore``'s ``{history?, clientHistory?, toolCall, commitHash?,
+    messageId?}``; None for any other object."""
+    keys = document.keys()
+    if "history" in keys and keys <= CHAT_CHECKPOINT_KEYS:
+        return CHAT_CHECKPOINT
+    if "toolCall" in keys and keys <= RESTORE_CHECKPOINT_KEYS:
+        return RESTORE_CHECKPOINT
+    return None
+
+
+def _is_checkpoint(document: dict[str, Any], kind: str) -> bool:
+    """A ``/chat save`` checkpoint: an ``authType``, or a history of Gemini contents (a
+    SWE-agent demonstration is a ``history`` of role messages). A ``/restore`` one: a
+    ``toolCall`` object, and ``history`` or ``clientHistory`` lists."""
+    if kind == RESTORE_CHECKPOINT:
+        lists = [document[key] for key in ("history", "clientHistory") if key in document]
+        return (
+            isinstance(document["toolCall"], dict)
+            and bool(lists)
+            and all(isinstance(value, list) for value in lists)
+        )
+    history = document["history"]
+    return isinstance(history, list) and (
+        isinstance(document.get("authType"), str)
+        or (bool(history) and all(_is_content(content) for content in history))
+    )
+
+
+def _is_content(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("parts"), list) and "type" not in value
+
+
+def is_prompt_log(document: object) -> bool:
+    """``logs.json``: a list of the user's prompts, each ``{sessionId, messageId,
+    timestamp, type, message}`` (``LogEntry``)."""
+    return (
+        isinstance(document, list)
+        and bool(document)
+        and all(
+            isinstance(entry, dict)
+            and entry.keys() <= PROMPT_LOG_KEYS
+            and {"sessionId", "messageId", "message"} <= entry.keys()
+            for entry in document
+        )
+    )
+
+
 def read(source: Source) -> Reading:
     if not source.is_lines and isinstance(source.document, dict):
+        kind = checkpoint_kind(source.document)
+        if kind is not None:
+            return _read_checkpoint(source.document, kind)
         return _read_document(source.document)
     entries = source.entries()
     if entries is None:
@@ -181,8 +273,8 @@ def _read_document(document: dict[str, Any]) -> Reading:
     session = {key: value for key, value in document.items() if key != "messages"}
     for key, value in session.items():
         storable(value, key, problems)
-    conversation = _convert(records, session, "json", problems)
-    return Reading([conversation], entries=len(messages), unit="message")
+    conversation, noticed = _convert(records, session, "json", problems)
+    return Reading([conversation], noticed, entries=len(messages), unit="message")
 
 
 @dataclass
@@ -279,11 +371,14 @@ def _read_log(source: Source, entries: list[Entry]) -> Reading:
         problems.add("file", "has no line with the session's sessionId and projectHash")
     for key, value in replay.session.items():
         storable(value, replay.set_at[key], problems)
-    conversation = _convert(list(replay.messages.values()), replay.session, "jsonl", problems)
+    conversation, noticed = _convert(
+        list(replay.messages.values()), replay.session, "jsonl", problems
+    )
     skipped = replay.skipped + [
         (_number(record.where), Skipped(record.where, why))
         for record, why in replay.removed.values()
     ]
+    skipped.extend((_number(note.where), note) for note in noticed)
     skipped.sort(key=lambda pair: pair[0])
     return Reading(
         [conversation],
@@ -327,12 +422,64 @@ def _replay_entry(entry: Entry, replay: Replay) -> None:
     replay.read += 1
 
 
+# Checkpoints: Gemini contents, as the CLI sends them.
+
+
+def _read_checkpoint(document: dict[str, Any], kind: str) -> Reading:
+    """The contents a checkpoint holds (``history`` for ``/chat save``, ``clientHistory``
+    for ``/restore``, whose ``history`` is the CLI's display items), read as Gemini
+    contents; its other fields stay under ``gemini_cli.checkpoint``."""
+    key = "history" if kind == CHAT_CHECKPOINT else "clientHistory"
+    if key not in document:
+        raise InvalidInput(
+            [
+                Problem(
+                    key,
+                    "is missing: without it a /restore checkpoint holds no conversation "
+                    "(its history is the CLI's display items, not the contents sent to "
+                    "the model)",
+                )
+            ]
+        )
+    problems = Problems()
+    contents = document[key]
+    rows: list[Row] = []
+    kept = {name: value for name, value in document.items() if name != key}
+    for name, value in kept.items():
+        storable(value, name, problems)
+    if not isinstance(contents, list):
+        problems.add(key, f"must be a list of Gemini contents, not {describe(contents)}")
+    else:
+        try:
+            rows = read_contents(contents).messages
+        except InvalidInput as error:
+            problems.extend(_within_contents(error.problems, key))
+        else:
+            if not rows and not problems:
+                problems.add(key, "holds no conversation: it is empty")
+    problems.raise_if_any()
+    metadata = {"gemini_cli": {"layout": kind, "checkpoint": kept}}
+    return Reading([Converted(rows, metadata)], entries=len(contents), unit="checkpoint content")
+
+
+def _within_contents(problems: list[Problem], key: str) -> list[Problem]:
+    """The Gemini reader's problems, placed in the checkpoint's list (``contents[2]`` is
+    ``history[2]``)."""
+    return [
+        Problem(f"{key}{p.path.removeprefix('contents')}", p.message)
+        if p.path.startswith("contents[")
+        else p
+        for p in problems
+    ]
+
+
 # Records into rows.
 
 
 def _convert(
     records: list[Record], session: dict[str, Any], layout: str, problems: Problems
-) -> Converted:
+) -> tuple[Converted, list[Skipped]]:
+    """The conversation, and what the report should say of it beside what was skipped."""
     reader = Reader(problems)
     for index, record in enumerate(records):
         following = records[index + 1] if index + 1 < len(records) else None
@@ -349,7 +496,7 @@ def _convert(
         kept["notices"] = reader.notices
     summary = session.get("summary")
     title = summary.strip() if isinstance(summary, str) else ""
-    return Converted(reader.rows, {"gemini_cli": kept}, title)
+    return Converted(reader.rows, {"gemini_cli": kept}, title), reader.noticed
 
 
 class Reader:
@@ -361,6 +508,7 @@ class Reader:
         self.problems = problems
         self.rows: list[Row] = []
         self.notices: list[dict[str, Any]] = []
+        self.noticed: list[Skipped] = []
         self.declared: set[str | None] = set()
         self.answered: dict[str | None, Row] = {}
         self.read_from: dict[str | None, object] = {}
@@ -480,7 +628,11 @@ class Reader:
             gemini["synthesized_id"] = True
         if self.open.pop(usable_id(call_id), None) != name:
             gemini["name"] = name
-        content, is_error = _answer(answer["response"])
+        text, is_error = _answer(answer["response"])
+        nested = nested_parts(answer)
+        if nested is not None:
+            gemini[NESTED_PARTS] = True
+        content = _with_media(text, nested or [])
         kept: dict[str, Any] = {"message_id": record.value.get("id")}
         if not _is_plain(part, call_id, name):
             kept["part"] = part
@@ -573,6 +725,9 @@ class Reader:
                 kept[key] = value[key]
         if redeclared:
             kept["redeclared_calls"] = redeclared
+        if content == "" and not entries and following is None:
+            kept["calls_not_recorded"] = True
+            self.noticed.append(Skipped(record.where, CALLS_NOT_RECORDED))
         metadata = _metadata(value, kept)
         if calls:
             metadata = {"tool_calls": calls, **metadata}
@@ -638,6 +793,7 @@ class Reader:
         status = status if isinstance(status, str) else None
         if given is None or given == [] or status in NOT_FINISHED:
             return None
+        nested: list[Any] | None = None
         if isinstance(given, str):
             content: object = given
             is_error, plain = False, True
@@ -656,13 +812,13 @@ class Reader:
                 answer, Record(at, entry), f"result[{index}].functionResponse"
             ):
                 return None
-            content, is_error = _answer(answer["response"])
+            text, is_error = _answer(answer["response"])
             read_from = parts[index]
             responses = sum("functionResponse" in part for part in parts)
             others = [part for part in parts if "functionResponse" not in part]
-            if others and responses == 1:
-                text = [{"type": "text", "text": content}] if content else []
-                content = [*text, *_as_parts(others)]
+            beside = others if responses == 1 else []
+            nested = nested_parts(answer)
+            content = _with_media(text, [*(nested or []), *_as_parts(beside)])
             # A batch's results, as a snapshot writes them, hold the other calls' too.
             plain = (
                 isinstance(given, list)
@@ -672,6 +828,8 @@ class Reader:
         metadata: dict[str, Any] = {"tool_call_id": call_id}
         if is_error or status in FAILED:
             metadata["is_error"] = True
+        if nested is not None:
+            metadata["gemini"] = {NESTED_PARTS: True}
         if not plain:
             metadata["gemini_cli"] = {"result": given}
         _add_time(metadata, entry)
@@ -791,6 +949,14 @@ def _as_parts(parts: list[dict[str, Any]]) -> list[Any]:
     ]
 
 
+def _with_media(text: str, media: list[Any]) -> str | list[Any]:
+    """A result's text as content, and the media given with it after it (nested in its
+    ``functionResponse`` or beside it) as parts."""
+    if not media:
+        return text
+    return [*([{"type": "text", "text": text}] if text else []), *media]
+
+
 def _own_response(
     parts: list[dict[str, Any]], call_id: object, name: str
 ) -> tuple[int, Any] | None:
@@ -857,13 +1023,14 @@ def _answer(response: dict[str, Any]) -> tuple[str, bool]:
 
 def _is_plain(part: dict[str, Any], call_id: object, name: str) -> bool:
     """Whether a result part is what the tool row gives back: its call's id and name and
-    one ``output`` or ``error`` text, nothing else."""
+    one ``output`` or ``error`` text, and the media nested in it, nothing else."""
     answer = part.get("functionResponse")
     if part.keys() != {"functionResponse"} or not isinstance(answer, dict):
         return False
     response = answer.get("response")
+    nested = ["parts"] if nested_parts(answer) is not None else []
     return (
-        answer.keys() == {"id", "name", "response"}
+        answer.keys() == {"id", "name", "response", *nested}
         and answer["id"] == call_id
         and answer["name"] == name
         and isinstance(response, dict)
@@ -899,10 +1066,12 @@ FORMAT = Format(
     "gemini-cli",
     "Gemini CLI chat",
     "~/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl (up to v0.38 .json); "
-    "a subagent's in chats/<session id>/<agent id>.jsonl",
+    "a subagent's in chats/<session id>/<agent id>.jsonl; checkpoint-<tag>.json (/chat save) "
+    "and checkpoints/<time>-<file>-<tool>.json (/restore)",
     "a session with string sessionId and projectHash: one JSON object whose messages each "
     "have a type (user, gemini, info...), or JSONL whose first record is that header, then "
-    "message records with an id, $set and $rewindTo",
+    "message records with an id, $set and $rewindTo; or a checkpoint, {history, authType} "
+    "or {clientHistory, toolCall, commitHash...}, whose contents are Gemini's",
     fits,
     read,
     provider="gemini",
