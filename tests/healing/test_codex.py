@@ -411,7 +411,6 @@ def test_junk_lines_and_unknown_types_are_skipped_with_their_reasons() -> None:
     messages = messages_of("junk.jsonl")
 
     assert [(s.where, s.why) for s in read_as.skipped if s.where != "line 4"] == [
-        ("line 6", "a line of type 'world_state', which holds no conversation"),
         ("line 7", "a line of type 'frobnicate_v9', which holds no conversation"),
         ("line 8", "a response item of type 'additional_tools', which is no conversation item"),
         ("line 9", "a list, not a rollout line (an object)"),
@@ -420,7 +419,7 @@ def test_junk_lines_and_unknown_types_are_skipped_with_their_reasons() -> None:
     ]
     assert read_as.skipped[0].where == "line 4"
     assert read_as.skipped[0].why.startswith("is not JSON")
-    assert read_as.entries == 6
+    assert read_as.entries == 7
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert unanswered(messages) == []
 
@@ -523,6 +522,433 @@ def test_a_rollout_with_no_response_item_holds_no_conversation() -> None:
     [problem] = caught.value.problems
     assert problem.path == "file"
     assert problem.message == "holds no conversation: 2 of 2 lines read, none a response item"
+
+
+# Items and lines of later Codex versions.
+
+
+def written_back(text: str) -> str:
+    [converted] = read(parse_lines(text)).conversations
+    return write_native(healing.parse_messages(converted.messages), converted.metadata)
+
+
+def test_context_compaction_and_the_older_compaction_summary_are_kept_as_compaction_is() -> None:
+    items = [
+        {"type": "compaction_summary", "encrypted_content": "gAAAAold"},
+        {"type": "compaction", "encrypted_content": "gAAAAnew"},
+        {"type": "context_compaction", "id": "cmp_1", "encrypted_content": "gAAAActx"},
+        {"type": "context_compaction"},
+    ]
+    text = rollout(*(line("response_item", item) for item in items))
+
+    read_as = read(parse_lines(text))
+    messages = messages_of(text)
+
+    assert read_as.skipped == []
+    assert [meta(m).get("responses_item") for m in messages] == [None, *items]
+    assert [(m.role, m.content) for m in messages[1:]] == [("assistant", None)] * 4
+    assert calls(messages) == []
+    assert written_back(text) == text
+
+
+def test_world_state_and_inter_agent_metadata_lines_are_bookkeeping_kept_in_place() -> None:
+    world = line("world_state", {"full": True, "state": {"cwd": "/home/dev/toycalc"}})
+    patch = line("world_state", {"full": False, "state": {"shell": "zsh"}})
+    delivery = line("inter_agent_communication_metadata", {"trigger_turn": True})
+    answer = line(
+        "response_item",
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}],
+        },
+    )
+    text = rollout(world, delivery, answer, patch)
+
+    read_as = read(parse_lines(text))
+    [_, reply] = messages_of(text)
+
+    assert (read_as.skipped, read_as.entries) == ([], 6)
+    assert [kept["type"] for kept in meta(reply)["codex"]["before"]] == [
+        "world_state",
+        "inter_agent_communication_metadata",
+    ]
+    assert [kept["type"] for kept in meta(reply)["codex"]["after"]] == ["world_state"]
+    assert written_back(text) == text
+
+
+# Messages between agents.
+
+TASK = "Count the lines of every .py file under toycalc/ and report the total."
+ENVELOPE = "Message Type: MESSAGE\nTask name: /root/counter\nSender: /root\nPayload:\n"
+
+
+def test_a_sub_agents_task_is_a_user_message_from_the_agent_that_sent_it() -> None:
+    read_as = reading("agents.jsonl")
+    messages = messages_of("agents.jsonl")
+    task = messages[2]
+
+    assert read_as.skipped == []
+    assert [m.role for m in messages] == [
+        *["system", "user", "user", "assistant", "tool", "assistant"],
+        *["user", "assistant"],
+    ]
+    assert task.content == [{"type": "input_text", "text": TASK}]
+    assert (meta(task)["codex"]["author"], meta(task)["codex"]["recipient"]) == (
+        "/root",
+        "/root/counter",
+    )
+    assert meta(task)["codex"]["item"]["type"] == "agent_message"
+    assert "injected" not in meta(task)["codex"]
+    assert meta(task)["facts"] == {"time": "2026-07-21T16:40:02.124Z"}
+    assert [kept["type"] for kept in meta(task)["codex"]["before"]] == [
+        "event_msg",
+        "inter_agent_communication_metadata",
+    ]
+    assert unanswered(messages) == []
+
+
+def test_an_agent_messages_encrypted_content_is_kept_but_not_shown_as_text() -> None:
+    message = messages_of("agents.jsonl")[6]
+    item = meta(message)["codex"]["item"]
+
+    assert message.content == [{"type": "input_text", "text": ENVELOPE}]
+    assert item["id"] == "amsg_6a1f0c3e9d2b47a5"
+    assert item["content"][1]["type"] == "encrypted_content"
+    assert item["content"][1]["encrypted_content"].startswith("gAAAAAB")
+
+
+def test_an_agent_message_of_encrypted_content_only_has_no_text() -> None:
+    sealed = line(
+        "response_item",
+        {
+            "type": "agent_message",
+            "author": "/root/counter",
+            "recipient": "/root",
+            "content": [{"type": "encrypted_content", "encrypted_content": "gAAAAsealed"}],
+        },
+    )
+    text = rollout(sealed)
+
+    message = messages_of(text)[1]
+
+    assert (message.role, message.content) == ("user", None)
+    assert meta(message)["codex"]["author"] == "/root/counter"
+    assert written_back(text) == text
+
+
+def test_an_agent_message_is_exported_as_the_user_message_the_model_read() -> None:
+    converted = conversation("agents.jsonl")
+    messages = healing.parse_messages(converted.messages, json_checked=True)
+
+    items = healing.formats.write(messages, "openai-responses", {})["input"]
+
+    assert {"role": "user", "content": [{"type": "input_text", "text": TASK}]}.items() <= (
+        items[2].items()
+    )
+    assert not any(item.get("type") == "agent_message" for item in items)
+
+
+def test_a_rollout_with_agent_messages_is_written_back_as_it_was_read() -> None:
+    converted = conversation("agents.jsonl")
+    messages = healing.parse_messages(converted.messages, json_checked=True)
+
+    assert write_native(messages, converted.metadata) == (CODEX / "agents.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("payload", "shown"),
+    [
+        (
+            {"author": "/root", "recipient": "/root/counter", "other_recipients": []},
+            [{"type": "input_text", "text": TASK}],
+        ),
+        (
+            {"encrypted_content": "gAAAAsealed", "author": "/root", "recipient": "/root/counter"},
+            [{"type": "input_text", "text": ENVELOPE}],
+        ),
+    ],
+)
+def test_an_inter_agent_communication_line_is_the_agent_message_the_model_saw(
+    payload: dict[str, Any], shown: list[dict[str, str]]
+) -> None:
+    sealed = "encrypted_content" in payload
+    sent = line(
+        "inter_agent_communication",
+        {**payload, "content": "" if sealed else TASK, "trigger_turn": False},
+    )
+    text = rollout(sent)
+
+    message = messages_of(text)[1]
+
+    assert (message.role, message.content) == ("user", shown)
+    assert (meta(message)["codex"]["author"], meta(message)["codex"]["recipient"]) == (
+        "/root",
+        "/root/counter",
+    )
+    assert meta(message)["codex"]["line"] == json.loads(sent)
+    assert read(parse_lines(text)).skipped == []
+    assert written_back(text) == text
+
+
+def test_a_new_task_sent_encrypted_is_announced_as_one() -> None:
+    sent = line(
+        "inter_agent_communication",
+        {
+            "author": "/root",
+            "recipient": "/root/counter",
+            "content": "",
+            "encrypted_content": "gAAAAsealed",
+            "trigger_turn": True,
+        },
+    )
+
+    message = messages_of(rollout(sent))[1]
+
+    assert message.content == [
+        {"type": "input_text", "text": ENVELOPE.replace("Type: MESSAGE", "Type: NEW_TASK")}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "problems"),
+    [
+        (
+            "response_item",
+            {"type": "agent_message", "recipient": "/root", "content": []},
+            ["line 3: payload.author: is missing"],
+        ),
+        (
+            "response_item",
+            {"type": "agent_message", "author": "/a", "recipient": 7, "content": "hi"},
+            [
+                "line 3: payload.recipient: must be a string, not a number",
+                "line 3: payload.content: must be a list of input_text and encrypted_content "
+                "parts, not a string",
+            ],
+        ),
+        (
+            "response_item",
+            {
+                "type": "agent_message",
+                "author": "/a",
+                "recipient": "/b",
+                "content": [
+                    {"type": "input_text", "text": "ok"},
+                    {"type": "input_image", "image_url": "x"},
+                    {"type": "encrypted_content"},
+                    "text",
+                ],
+            },
+            [
+                "line 3: payload.content[1].type: must be one of input_text, encrypted_content, "
+                "not 'input_image'",
+                "line 3: payload.content[2].encrypted_content: is missing",
+                "line 3: payload.content[3]: must be an object, not a string",
+            ],
+        ),
+        (
+            "inter_agent_communication",
+            {"author": "/a", "recipient": "/b", "content": 1, "trigger_turn": "yes"},
+            [
+                "line 3: payload.content: must be a string, not a number",
+                "line 3: payload.trigger_turn: must be true or false, not a string",
+            ],
+        ),
+        (
+            "inter_agent_communication",
+            {"author": "/a", "recipient": "/b", "content": "", "encrypted_content": 5},
+            [
+                "line 3: payload.encrypted_content: must be a string, not a number",
+                "line 3: payload.trigger_turn: is missing",
+            ],
+        ),
+        ("inter_agent_communication", [], ["line 3: payload: must be an object, not a list"]),
+    ],
+)
+def test_what_is_wrong_inside_a_message_between_agents_is_refused_at_its_place(
+    kind: str, payload: Any, problems: list[str]
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(rollout(line(kind, payload))))
+
+    assert [str(problem) for problem in caught.value.problems] == problems
+
+
+# Rolled-back turns.
+
+ROLLED_BACK = "rolled back by the user (thread_rolled_back) at line 20: Codex resumes without it"
+
+
+def test_the_turn_a_rollback_undid_is_skipped_line_by_line_with_the_context_sent_for_it() -> None:
+    read_as = reading("rolled_back.jsonl")
+    messages = messages_of("rolled_back.jsonl")
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 13", ROLLED_BACK),
+        ("line 15", ROLLED_BACK),
+        ("line 18", ROLLED_BACK),
+    ]
+    assert read_as.entries == 26
+    assert "Also delete tests/ while you are at it." not in texts(messages)
+    assert [t for m in messages if m.role == "user" for t in texts([m])][-2:] == [
+        "Make average() return 0.0 for an empty list.",
+        "Instead, add a test for the empty list.",
+    ]
+    assert [meta(m).get("codex", {}).get("injected") for m in messages].count(
+        "environment_context"
+    ) == 1
+
+
+def test_a_call_in_a_rolled_back_turn_is_not_left_unanswered() -> None:
+    messages = messages_of("rolled_back.jsonl")
+
+    assert "call_Zt5bQ0wJn8Rf3MsGy6Hc1VkA" not in calls(messages)
+    assert unanswered(messages) == []
+    assert healing.analyze(messages).findings == ()
+
+
+def test_a_token_count_after_rolled_back_lines_gives_no_usage_to_the_turn_before() -> None:
+    messages = messages_of("rolled_back.jsonl")
+    done, added = messages[6], messages[-1]
+
+    assert texts([done]) == ["Done: average([]) returns 0.0 now."]
+    assert "usage" not in meta(done)["facts"]
+    assert meta(added)["facts"]["usage"]["total"] == 9498
+
+
+def test_a_rolled_back_rollout_is_written_back_with_the_undone_lines_in_place() -> None:
+    converted = conversation("rolled_back.jsonl")
+    messages = healing.parse_messages(converted.messages, json_checked=True)
+
+    written = write_native(messages, converted.metadata)
+
+    assert written == (CODEX / "rolled_back.jsonl").read_text()
+    assert read(parse_lines(written)).skipped == reading("rolled_back.jsonl").skipped
+
+
+def say(text: str, role: str = "user") -> str:
+    part = "output_text" if role == "assistant" else "input_text"
+    message = {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+    return line("response_item", message)
+
+
+def rolled_back(turns: object) -> str:
+    return line("event_msg", {"type": "thread_rolled_back", "num_turns": turns})
+
+
+def test_rolling_back_more_turns_than_there_are_keeps_the_context_before_the_first() -> None:
+    context = say("<environment_context>\n  <cwd>/home/dev</cwd>\n</environment_context>")
+    text = "\n".join([HEADER, context, PROMPT, say("Done.", "assistant"), rolled_back(5)])
+
+    read_as = read(parse_lines(text))
+
+    assert [m.content for m in messages_of(text)] == [json.loads(context)["payload"]["content"]]
+    assert [s.where for s in read_as.skipped] == ["line 3", "line 4"]
+    assert written_back(text) == text + "\n"
+
+
+def test_each_rollback_undoes_the_last_turns_that_survived_the_ones_before() -> None:
+    text = "\n".join(
+        [
+            HEADER,
+            PROMPT,
+            say("One.", "assistant"),
+            say("Two?"),
+            rolled_back(1),
+            say("Three?"),
+            say("Three.", "assistant"),
+            rolled_back(1),
+            say("Four?"),
+            rolled_back(0),
+        ]
+    )
+
+    read_as = read(parse_lines(text))
+
+    assert texts(messages_of(text)) == ["Fix it.", "One.", "Four?"]
+    assert [(s.where, s.why.split(":")[0]) for s in read_as.skipped] == [
+        ("line 4", "rolled back by the user (thread_rolled_back) at line 5"),
+        ("line 6", "rolled back by the user (thread_rolled_back) at line 8"),
+        ("line 7", "rolled back by the user (thread_rolled_back) at line 8"),
+    ]
+
+
+def test_an_agent_message_is_a_turn_a_rollback_can_undo() -> None:
+    task = line(
+        "response_item",
+        {
+            "type": "agent_message",
+            "author": "/root",
+            "recipient": "/root/counter",
+            "content": [{"type": "input_text", "text": "And the tests?"}],
+        },
+    )
+    text = rollout(say("212.", "assistant"), task, say("96.", "assistant"), rolled_back(1))
+
+    assert texts(messages_of(text)) == ["Fix it.", "212."]
+
+
+def test_a_rollback_reaches_no_line_before_a_compacted_history() -> None:
+    compacted = line(
+        "compacted",
+        {
+            "message": "",
+            "replacement_history": [
+                json.loads(PROMPT)["payload"],
+                {"type": "compaction", "encrypted_content": "gAAAAsummary"},
+            ],
+        },
+    )
+    text = rollout(say("Fixed.", "assistant"), compacted, say("Now?"), say("Now.", "assistant"))
+
+    undone = read(parse_lines(text + rolled_back(2)))
+
+    assert texts(messages_of(text + rolled_back(2))) == ["Fix it.", "Fixed."]
+    assert [s.where for s in undone.skipped] == ["line 5", "line 6"]
+
+
+@pytest.mark.parametrize("turns", [-1, "1", 1.5, True, 2**32, None])
+def test_a_rollback_codex_cannot_read_is_skipped_and_undoes_nothing(turns: object) -> None:
+    text = rollout(say("Done.", "assistant"), rolled_back(turns))
+
+    read_as = read(parse_lines(text))
+
+    assert texts(messages_of(text)) == ["Fix it.", "Done."]
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        (
+            "line 4",
+            "a thread_rolled_back event whose payload.num_turns is not a whole number from 0 "
+            "to 4294967295: Codex cannot read it, and it undoes nothing",
+        )
+    ]
+    assert written_back(text) == text
+
+
+def test_a_rollback_that_cannot_be_stored_is_left_out_and_undoes_nothing() -> None:
+    undo = rolled_back(1).replace('"2026-02-23T14:05:11.402Z"', '"\\u0000"')
+    text = rollout(say("Done.", "assistant"), undo)
+
+    read_as = read(parse_lines(text))
+    [converted] = read_as.conversations
+
+    assert texts(messages_of(text)) == ["Fix it.", "Done."]
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 4", "a line that holds the character U+0000, which cannot be stored (left out)")
+    ]
+    written = write_native(healing.parse_messages(converted.messages), converted.metadata)
+    assert texts(messages_of(written)) == ["Fix it.", "Done."]
+
+
+def test_a_rolled_back_line_that_cannot_be_stored_is_refused_as_any_item() -> None:
+    text = rollout(say("a\u0000"), rolled_back(1))
+
+    with pytest.raises(InvalidInput) as caught:
+        read(parse_lines(text))
+
+    assert [str(problem) for problem in caught.value.problems] == [
+        "line 3: payload.content[0].text: holds the character U+0000, which cannot be stored"
+    ]
 
 
 # Detection.
@@ -777,12 +1203,14 @@ VALUES = (
 )
 PAYLOAD_KEYS = [
     "type", "role", "content", "call_id", "id", "name", "arguments", "input", "output",
-    "action", "info", "model", "last_token_usage", "input_tokens",
+    "action", "info", "model", "last_token_usage", "input_tokens", "author", "recipient",
+    "text", "encrypted_content", "trigger_turn", "num_turns", "replacement_history",
 ]  # fmt: skip
 PAYLOAD_TYPES = [
     "message", "function_call", "function_call_output", "custom_tool_call",
     "custom_tool_call_output", "local_shell_call", "reasoning", "ghost_snapshot",
-    "token_count", "additional_tools",
+    "token_count", "additional_tools", "agent_message", "input_text", "encrypted_content",
+    "context_compaction", "thread_rolled_back",
 ]  # fmt: skip
 payloads = st.recursive(
     VALUES | st.sampled_from(PAYLOAD_TYPES),
@@ -794,7 +1222,8 @@ payloads = st.recursive(
 )
 rollout_lines = st.fixed_dictionaries(
     {"timestamp": VALUES, "type": st.sampled_from([*PAYLOAD_TYPES, "response_item",
-     "event_msg", "turn_context", "compacted", "session_meta", "world_state"])},
+     "event_msg", "turn_context", "compacted", "session_meta", "world_state",
+     "inter_agent_communication", "inter_agent_communication_metadata"])},
     optional={"payload": payloads, "ordinal": st.integers(0, 3), "record_type": VALUES},
 ) | payloads  # fmt: skip
 
@@ -849,3 +1278,62 @@ def test_fixture_lines_with_values_of_other_types_are_read_or_refused_and_writte
         return
     [again] = read(parse_lines(written)).conversations
     assert unanswered(healing.parse_messages(again.messages, json_checked=True)) == []
+
+
+# Turns and rollbacks in any order: the rollout written back reads as it was read, and
+# once healed, every call is answered.
+
+turn_lines = st.sampled_from(
+    [
+        PROMPT,
+        say("<environment_context>\n  <cwd>/home/dev</cwd>\n</environment_context>"),
+        say("Done.", "assistant"),
+        line(
+            "response_item",
+            {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "c1"},
+        ),
+        line("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        line(
+            "response_item",
+            {
+                "type": "agent_message",
+                "author": "/root",
+                "recipient": "/root/counter",
+                "content": [{"type": "input_text", "text": "And the tests?"}],
+            },
+        ),
+        line(
+            "inter_agent_communication",
+            {"author": "/root", "recipient": "/a", "content": "Go.", "trigger_turn": True},
+        ),
+        line("compacted", {"message": "", "replacement_history": [json.loads(PROMPT)["payload"]]}),
+        line("compacted", {"message": "Summary."}),
+        line(
+            "event_msg", {"type": "token_count", "info": {"last_token_usage": {"total_tokens": 9}}}
+        ),
+        *[rolled_back(turns) for turns in (0, 1, 2, 3)],
+    ]
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(lines=st.lists(turn_lines, min_size=1, max_size=14))
+def test_rolled_back_turns_are_written_back_in_place_and_read_again_the_same(
+    lines: list[str],
+) -> None:
+    text = "\n".join([HEADER, *lines]) + "\n"
+    try:
+        read_as = read(parse_lines(text))
+    except InvalidInput:
+        return
+    [converted] = read_as.conversations
+    messages = healing.parse_messages(converted.messages, json_checked=True)
+
+    healed = heal(messages)
+
+    assert write_native(messages, converted.metadata) == text
+    again = read(parse_lines(write_native(healed, converted.metadata)))
+    assert len(again.skipped) == len(read_as.skipped)
+    [reread] = again.conversations
+    assert [m["content"] for m in reread.messages] == [m.content for m in healed]
+    assert unanswered(healing.parse_messages(reread.messages)) == []

@@ -22,10 +22,20 @@ item's ``id``) are canonical calls too, and keep the original item under the cal
 under ``codex.item``. Calls pair on ``call_id``, never on the item's ``id``; a
 ``local_shell_call`` is answered by a ``function_call_output``. A call with no output
 line anywhere is unanswered. ``reasoning``, ``web_search_call``,
-``image_generation_call``, ``compaction`` and ``tool_search_*`` items are kept as the
-Responses reader keeps items of its own (an assistant row with null content holding the
-item under ``responses_item``): they never take a result. User and developer messages
-Codex injects (``<environment_context>``, AGENTS.md, ``<permissions instructions>``,
+``image_generation_call``, ``compaction`` (and ``compaction_summary``, its name from
+November to December 2025), ``context_compaction`` (since May 2026) and
+``tool_search_*`` items are kept as the Responses reader keeps items of its own (an
+assistant row with null content holding the item under ``responses_item``): they never
+take a result. A message from another agent is a user row, as the model reads it: it
+starts a turn (a sub-agent's task, or a message its parent or a peer sent it). An
+``agent_message`` item (since June 24, 2026) shows its ``input_text`` parts (its
+``encrypted_content`` parts are kept, never shown: null content when it has no other);
+an ``inter_agent_communication`` line (June 12 to 24, 2026) shows what Codex made of it
+for the model (``to_model_input_item``): its ``content``, or when it is encrypted, the
+envelope Codex writes before the ciphertext. Both keep ``author`` and ``recipient``
+under ``codex``, and what to write back as it was: the item under ``codex.item``, the
+line under ``codex.line``. User and developer messages Codex injects
+(``<environment_context>``, AGENTS.md, ``<permissions instructions>``,
 ``<turn_aborted>``...) stay messages, since the model was sent them, and are flagged
 with ``codex.injected``. Each ``response_item`` line is read once, into exactly one
 message: nothing of the other lines makes a message, so the copies a rollout holds of
@@ -35,19 +45,35 @@ repeats) are never messages; the context a resume re-injects is, once per time i
 sent.
 
 Bookkeeping. ``event_msg`` (of any type), ``turn_context``, ``compacted`` (its
-``replacement_history`` is never expanded), a ``ghost_snapshot`` item, a later
+``replacement_history`` is never expanded), ``world_state``,
+``inter_agent_communication_metadata``, a ``ghost_snapshot`` item, a later
 ``session_meta`` (a fork copies its parent's) and the legacy ``record_type`` lines are
 read as bookkeeping: never a message, never an answer (an ``exec_command_end`` with a
 call's id answers nothing: the model never saw it). ``turn_context.model`` is
 ``facts.model`` of the assistant rows that follow; a ``token_count``'s
 ``last_token_usage`` is ``facts.usage`` of the assistant row just before it (the first
-such count only, and none when a result or a user message came in between); each row's
-line ``timestamp`` is ``facts.time``. The first ``session_meta`` is the conversation's
-``codex.session_meta`` (its payload) and ``codex.session_meta_line`` (the line's text).
-A rollout has no title. Skipped, with the reason: lines that are not JSON (a cut-off last
-line among them), that are not objects, or that are not rollout lines, lines of a type no
-reader knows (``world_state``...), a ``response_item`` of a type that is no conversation
-item (``additional_tools``...), bookkeeping without a payload or that cannot be stored.
+such count only, and none when a result, a user message or a rolled-back line came in
+between); each row's line ``timestamp`` is ``facts.time``. The first ``session_meta`` is
+the conversation's ``codex.session_meta`` (its payload) and ``codex.session_meta_line``
+(the line's text). A rollout has no title.
+
+Rollbacks. A ``thread_rolled_back`` event undoes the last ``num_turns`` turns, as Codex
+does when it rebuilds the history on resume (``drop_last_n_user_turns``): the
+conversation items are replayed, a turn starting at each user message Codex did not
+inject and each message from another agent, a ``compacted`` line replacing what came
+before it with its ``replacement_history`` (no rollback reaches a line before it), and
+each rollback drops the last turns that survived the earlier ones, with the context
+injected just before the first of them (never before the first turn). The lines it
+drops are skipped, each with the rollback's line, and kept in place for writing back;
+their events stay bookkeeping. Lines that cannot be stored take no part in the replay,
+since they are not written back: such an item is refused as any item is, such a
+rollback or ``compacted`` line is left out (and said).
+
+Skipped, with the reason: lines that are not JSON (a cut-off last line among them), that
+are not objects, or that are not rollout lines, lines of a type no reader knows, a
+``response_item`` of a type that is no conversation item (``additional_tools``...), the
+lines of rolled-back turns, bookkeeping without a payload or that cannot be stored, a
+``thread_rolled_back`` whose ``num_turns`` is not a u32 (Codex cannot read it).
 What is wrong inside a conversation item (a call without ``call_id``, a value that cannot
 be stored) is refused, named by the line and the path inside it.
 
@@ -59,9 +85,10 @@ of the row (or call) whose line comes next, and those after the last one under i
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import usable_id
@@ -73,6 +100,7 @@ from .common import (
     Converted,
     Problems,
     Row,
+    has_choice,
     has_id,
     has_text,
     is_object,
@@ -87,8 +115,20 @@ __all__ = ["FORMAT", "fits", "native_name", "read", "write_native"]
 
 WRAPPER = frozenset({"timestamp", "ordinal", "type", "payload"})
 LEGACY_HEADER = frozenset({"id", "timestamp", "instructions", "git"})
-BOOKKEEPING = frozenset({"event_msg", "turn_context", "compacted", "session_meta"})
+BOOKKEEPING = frozenset(
+    {
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "session_meta",
+        "world_state",
+        "inter_agent_communication_metadata",
+    }
+)
 """Line types read as bookkeeping: kept for writing back, never a message."""
+COMMUNICATION = "inter_agent_communication"
+"""The line type of a message between agents (June 2026), which the model saw as the
+``agent_message`` Codex makes of it."""
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 FOREIGN = frozenset(
@@ -97,12 +137,17 @@ FOREIGN = frozenset(
         "web_search_call",
         "image_generation_call",
         "compaction",
+        "compaction_summary",
+        "context_compaction",
         "tool_search_call",
         "tool_search_output",
     }
 )
 """Response items the model saw that are neither a message, a call nor a result."""
-ITEMS = frozenset({"message", *CALLS, *OUTPUTS, *FOREIGN})
+AGENT_MESSAGE = "agent_message"
+"""A message from another agent, which the model reads as the start of a turn."""
+AGENT_PARTS = ("input_text", "encrypted_content")
+ITEMS = frozenset({"message", AGENT_MESSAGE, *CALLS, *OUTPUTS, *FOREIGN})
 BOOKKEEPING_ITEMS = frozenset({"ghost_snapshot"})
 """Response items only Codex itself uses (undo snapshots): bookkeeping."""
 LOCAL_SHELL = "local_shell"
@@ -120,6 +165,11 @@ INJECTED = (
     ("<skill>", "skill"),
 )
 """What Codex injects as a user or developer message, by the start of its text."""
+REPLAYED = frozenset({"response_item", COMMUNICATION, "compacted", "event_msg"})
+"""The line types a rollback's replay reads."""
+MAX_TURNS = 2**32 - 1
+"""The most turns a ``thread_rolled_back`` names (Codex reads ``num_turns`` as a u32)."""
+ROLLED_BACK = "rolled back by the user (thread_rolled_back) at {at}: Codex resumes without it"
 USAGE = (
     ("input_tokens", "input"),
     ("output_tokens", "output"),
@@ -217,17 +267,22 @@ class _Reader:
         self.pending: list[Any] = []
         """Lines kept since the last row's or call's line, to go before the next one."""
         self.model: str | None = None
+        self.rolled_back = False
+        """Whether lines of a rolled-back turn came since the last row's or call's line."""
 
     # The two layouts.
 
-    def current(self, entries: Iterable[Entry]) -> None:
-        for entry in entries:
+    def current(self, entries: list[Entry]) -> None:
+        undone = _rolled_back(entries)
+        for index, entry in enumerate(entries):
             value = entry.value
             if not isinstance(value, dict):
                 self.skip(entry, f"{describe(value)}, not a rollout line (an object)")
                 continue
             kind = value.get("type")
-            if not isinstance(kind, str):
+            if index in undone:
+                self.undone(entry, undone[index])
+            elif not isinstance(kind, str):
                 self.skip(entry, "an object without a type, not a rollout line", keep=True)
             elif kind == "response_item" and "payload" not in value:
                 self.problems.add(f"{entry.where}: payload", "is missing")
@@ -235,6 +290,8 @@ class _Reader:
                 self.item(entry, value["payload"], value.get("timestamp"), "payload")
             elif kind == "session_meta" and self.header is None:
                 self.session_meta(entry, value)
+            elif kind == COMMUNICATION:
+                self.communication(entry, value)
             elif kind in BOOKKEEPING:
                 self.bookkeeping(entry, value, value.get("payload"))
             else:
@@ -273,6 +330,13 @@ class _Reader:
                 entry, f"a line of type {value.get('type')!r} without a payload object", keep=True
             )
             return
+        if value.get("type") == "event_msg" and _unreadable_rollback(payload):
+            reason = (
+                "a thread_rolled_back event whose payload.num_turns is not a whole number "
+                f"from 0 to {MAX_TURNS}: Codex cannot read it, and it undoes nothing"
+            )
+            self.skip(entry, reason, keep=True)
+            return
         if not self.keep(entry, value):
             return
         self.pending.append(value)
@@ -287,6 +351,8 @@ class _Reader:
         """``facts.usage`` for the assistant row this count directly follows."""
         last = info.get("last_token_usage") if isinstance(info, dict) else None
         if not isinstance(last, dict) or not self.rows or self.rows[-1]["role"] != "assistant":
+            return
+        if self.rolled_back:  # the count is of a request the rollback undid
             return
         counts = {
             name: last[key]
@@ -310,6 +376,19 @@ class _Reader:
         if keep and entry.problem() is None:
             self.pending.append(entry.value)
         self.skipped.append(Skipped(entry.where, why))
+
+    def undone(self, entry: Entry, at: str) -> None:
+        """A line of a turn a ``thread_rolled_back`` undid (one that can be stored): kept in
+        place for writing back, never a message."""
+        self.pending.append(entry.value)
+        self.skipped.append(Skipped(entry.where, ROLLED_BACK.format(at=at)))
+        self.rolled_back = True
+
+    def refuse(self, entry: Entry, found: Problems) -> None:
+        """The problems found inside a line, named by the line and their path in it."""
+        for problem in found:
+            path = _inside(problem.path)
+            self.problems.add(f"{entry.where}: {path}" if path else entry.where, problem.message)
 
     # Conversation items.
 
@@ -336,9 +415,26 @@ class _Reader:
             else:
                 reason = f"a response item of type {kind!r}, which is no conversation item"
                 self.skip(entry, reason, keep=True)
-        for problem in found:
-            path = _inside(problem.path)
-            self.problems.add(f"{entry.where}: {path}" if path else entry.where, problem.message)
+        self.refuse(entry, found)
+
+    def communication(self, entry: Entry, value: dict[str, Any]) -> None:
+        """An ``inter_agent_communication`` line, read as the ``agent_message`` Codex
+        makes of it for the model; the row keeps the line to write it back as it was."""
+        found = Problems()
+        payload = value.get("payload")
+        if "payload" not in value:
+            found.add("payload", "is missing")
+        elif is_object(payload, "payload", found) and (
+            entry.storable or storable(value, "line", found)
+        ):
+            assert isinstance(payload, dict)
+            new = _communication(payload, value, found)
+            if new is not None:
+                self.rows.append(new)
+                self.read += 1
+                stamp = value.get("timestamp")
+                self.new_row(new, stamp if isinstance(stamp, str) else None)
+        self.refuse(entry, found)
 
     def conversation_item(
         self, kind: str, payload: dict[str, Any], where: str, time: str | None, found: Problems
@@ -350,6 +446,10 @@ class _Reader:
             openai_responses.read_call(payload, where, self.rows, found)
         elif kind in CALLS:
             self.declare(_codex_call(kind, payload, where, found))
+        elif kind == AGENT_MESSAGE:
+            new = _agent_message(payload, where, found)
+            if new is not None:
+                self.rows.append(new)
         elif kind in OUTPUTS:
             openai_responses.read_output(payload, where, self.rows, found)
             if kind != "function_call_output" and len(self.rows) > rows:
@@ -387,12 +487,13 @@ class _Reader:
         if facts:
             metadata["facts"] = facts
         kept = metadata.setdefault(SPACE, {})
-        if injected := _injected(new, metadata):
+        if "author" not in kept and (injected := _injected(new, metadata)):
             kept["injected"] = injected
         if self.pending:
             kept["before"], self.pending = self.pending, []
         if not kept:
             del metadata[SPACE]
+        self.rolled_back = False
         for call in metadata.get("tool_calls", ()):
             self.joined(call, time)
 
@@ -404,6 +505,7 @@ class _Reader:
             kept["before"], self.pending = self.pending, []
         if not kept:
             del call[SPACE]
+        self.rolled_back = False
 
     def finish(self) -> None:
         if self.pending:
@@ -463,12 +565,90 @@ def _codex_call(
     }
 
 
+def _agent_message(payload: dict[str, Any], where: str, found: Problems) -> Row | None:
+    """An ``agent_message`` item as the user message the model read: its text parts (an
+    ``encrypted_content`` part is kept in the item, never shown), from its author."""
+    checks = [
+        has_text(payload, "author", where, found),
+        has_text(payload, "recipient", where, found),
+    ]
+    content = payload.get("content")
+    shown: list[Any] | None = None
+    if "content" not in payload:
+        found.add(f"{where}.content", "is missing")
+        checks.append(False)
+    elif not isinstance(content, list):
+        found.add(
+            f"{where}.content",
+            f"must be a list of input_text and encrypted_content parts, not {describe(content)}",
+        )
+        checks.append(False)
+    else:
+        shown = _agent_text(content, f"{where}.content", found)
+        checks.append(shown is not None)
+    if not all(checks):
+        return None
+    kept = {"author": payload["author"], "recipient": payload["recipient"], "item": payload}
+    return row("user", shown or None, {SPACE: kept})
+
+
+def _agent_text(content: list[Any], where: str, found: Problems) -> list[Any] | None:
+    """The ``input_text`` parts of an agent message's content, or None when a part is
+    neither that nor an ``encrypted_content`` part."""
+    shown: list[Any] = []
+    valid = True
+    for index, part in enumerate(content):
+        at = f"{where}[{index}]"
+        if not is_object(part, at, found) or not has_choice(part, "type", at, AGENT_PARTS, found):
+            valid = False
+            continue
+        key = "text" if part["type"] == "input_text" else "encrypted_content"
+        if not has_text(part, key, at, found):
+            valid = False
+        elif key == "text":
+            shown.append({"type": "input_text", "text": part["text"]})
+    return shown if valid else None
+
+
+def _communication(payload: dict[str, Any], line: dict[str, Any], found: Problems) -> Row | None:
+    """An ``inter_agent_communication`` line as Codex shows it to the model
+    (``to_model_input_item``): its ``content``, or, when it is sent encrypted, the
+    envelope Codex writes before the ciphertext."""
+    checks = [has_text(payload, key, "payload", found) for key in ("author", "recipient")]
+    checks.append(has_text(payload, "content", "payload", found))
+    sealed = payload.get("encrypted_content")
+    if sealed is not None and not isinstance(sealed, str):
+        found.add("payload.encrypted_content", f"must be a string, not {describe(sealed)}")
+        checks.append(False)
+    trigger = payload.get("trigger_turn")
+    if "trigger_turn" not in payload:
+        found.add("payload.trigger_turn", "is missing")
+        checks.append(False)
+    elif not isinstance(trigger, bool):
+        found.add("payload.trigger_turn", f"must be true or false, not {describe(trigger)}")
+        checks.append(False)
+    if not all(checks):
+        return None
+    author, recipient = payload["author"], payload["recipient"]
+    if isinstance(sealed, str):
+        kind = "NEW_TASK" if trigger else "MESSAGE"
+        text = f"Message Type: {kind}\nTask name: {recipient}\nSender: {author}\nPayload:\n"
+    else:
+        text = payload["content"]
+    kept = {"author": author, "recipient": recipient, "line": line}
+    return row("user", [{"type": "input_text", "text": text}], {SPACE: kept})
+
+
 def _injected(new: Row, metadata: Mapping[str, Any]) -> str | None:
     """What Codex injected this user or developer message as, or None."""
     developer = metadata.get("openai_role") == "developer"
     if new["role"] != "user" and not developer:
         return None
-    content = new["content"]
+    return _context_name(new["content"]) or ("developer" if developer else None)
+
+
+def _context_name(content: object) -> str | None:
+    """What Codex injects a message of this content as, by the start of its first text."""
     first = content[0] if isinstance(content, list) and content else content
     text = first.get("text") if isinstance(first, dict) else first
     if isinstance(text, str):
@@ -476,7 +656,118 @@ def _injected(new: Row, metadata: Mapping[str, Any]) -> str | None:
         for prefix, name in INJECTED:
             if start.startswith(prefix):
                 return name
-    return "developer" if developer else None
+    return None
+
+
+# Rollbacks: the history Codex rebuilds on resume, replayed over the lines.
+
+
+class _Held(NamedTuple):
+    """An item of the history Codex rebuilds: the index of its line (None for one a
+    ``compacted`` line's history holds), whether it starts a turn, and whether it is
+    context Codex injects before a turn (dropped with the turn it comes before)."""
+
+    line: int | None
+    starts_turn: bool
+    context: bool
+
+
+def _rolled_back(entries: list[Entry]) -> dict[int, str]:
+    """The lines of the turns each ``thread_rolled_back`` undid, by index, each with the
+    place of that rollback: the conversation items replayed as Codex replays them on
+    resume, a ``compacted`` line replacing what came before it with its history, a
+    rollback dropping the last ``num_turns`` turns (``drop_last_n_user_turns``). Lines
+    that cannot be stored take no part: they are not written back (an item is refused)."""
+    history: list[_Held] = []
+    undone: dict[int, str] = {}
+    for index, entry in enumerate(entries):
+        value = entry.value
+        payload = value.get("payload") if isinstance(value, dict) else None
+        if not isinstance(value, dict) or not isinstance(payload, dict):
+            continue
+        kind, item = value.get("type"), payload.get("type")
+        if not isinstance(kind, str) or kind not in REPLAYED or entry.problem() is not None:
+            continue
+        if kind == "response_item" and isinstance(item, str) and item in ITEMS:
+            history.append(_Held(index, *_turn_marks(payload)))
+        elif kind == COMMUNICATION:
+            history.append(_Held(index, True, False))
+        elif kind == "compacted":
+            history = _compacted(history, payload.get("replacement_history"))
+        elif kind == "event_msg" and item == "thread_rolled_back":
+            for held in _drop_turns(history, _num_turns(payload) or 0):
+                if held.line is not None:
+                    undone[held.line] = entry.where
+    return undone
+
+
+def _turn_marks(item: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a conversation item starts a turn (``is_user_turn_boundary``: a user
+    message Codex did not inject, a message from another agent) and whether it is
+    injected context."""
+    if item.get("type") == AGENT_MESSAGE:
+        return True, False
+    if item.get("type") != "message":
+        return False, False
+    role, content = item.get("role"), item.get("content")
+    context = _context_name(content) is not None
+    if role == "user":
+        return not context, context
+    if role == "assistant":
+        return _is_communication(content), False
+    return False, context and role == "developer"
+
+
+def _is_communication(content: object) -> bool:
+    """Whether an assistant message is a message between agents as Codex wrote one before
+    June 2026: the communication's JSON as its only text."""
+    part = content[0] if isinstance(content, list) and len(content) == 1 else None
+    text = part.get("text") if isinstance(part, dict) else None
+    if not isinstance(text, str) or not text.startswith("{"):
+        return False
+    try:
+        sent = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(sent, dict)
+        and all(isinstance(sent.get(key), str) for key in ("author", "recipient", "content"))
+        and isinstance(sent.get("trigger_turn"), bool)
+    )
+
+
+def _compacted(history: list[_Held], replacement: object) -> list[_Held]:
+    """The history after a ``compacted`` line: its ``replacement_history``; without one
+    (before late 2025), the user messages Codex keeps and its summary."""
+    if isinstance(replacement, list):
+        return [_Held(None, *_turn_marks(item)) for item in replacement if isinstance(item, dict)]
+    kept = [_Held(None, True, False) for held in history if held.starts_turn]
+    return [*kept, _Held(None, True, False)]
+
+
+def _drop_turns(history: list[_Held], turns: int) -> list[_Held]:
+    """Drop the last ``turns`` turns of the history, and the context injected just before
+    the first of them, never before the first turn (``drop_last_n_user_turns``)."""
+    starts = [index for index, held in enumerate(history) if held.starts_turn]
+    if turns == 0 or not starts:
+        return []
+    cut = starts[0] if turns >= len(starts) else starts[-turns]
+    while cut > starts[0] and history[cut - 1].context:
+        cut -= 1
+    dropped = history[cut:]
+    del history[cut:]
+    return dropped
+
+
+def _num_turns(payload: Mapping[str, Any]) -> int | None:
+    turns = payload.get("num_turns")
+    if isinstance(turns, int) and not isinstance(turns, bool) and 0 <= turns <= MAX_TURNS:
+        return turns
+    return None
+
+
+def _unreadable_rollback(payload: Mapping[str, Any]) -> bool:
+    return payload.get("type") == "thread_rolled_back" and _num_turns(payload) is None
 
 
 FORMAT = Format(

@@ -5,7 +5,9 @@ The reader keeps every object line that is not a message's, in place, under the
 ``codex.before`` of the row (or call) whose line comes next, and those after the last one
 under its ``codex.after``, so that ``write_native`` writes the rollout back: the
 ``session_meta`` line as read, then every kept line and every message's item lines in
-order, items rebuilt in Codex's own key order, all as Codex writes them (compact JSON).
+order, items rebuilt in Codex's own key order, all as Codex writes them (compact JSON);
+a message from another agent is written as it was read (its ``agent_message`` item, or
+its ``inter_agent_communication`` line), and so is every line of a rolled-back turn.
 A clean rollout comes back as it was read; on PostgreSQL, whose ``jsonb`` keeps no key
 order, with the keys inside the kept lines and items in its order. Not written back:
 blank lines, lines that are not JSON or not objects (Codex skips them too) and the cut-off
@@ -97,8 +99,10 @@ class _Writer:
         self.kept(kept.get("before"))
         time = namespace(message, "facts").get("time")
         stamp = time if isinstance(time, str) else self.timestamp
-        own = self.own_item(message, kept)
-        if own is not None:
+        line = kept.get("line")
+        if isinstance(line, dict):
+            self.kept([line])
+        elif (own := self.own_item(message, kept)) is not None:
             self.item(stamp, own)
         for call in declared(message):
             on_call = namespace(call.entry, SPACE)
@@ -118,6 +122,9 @@ class _Writer:
         foreign = message.metadata.get("responses_item")
         if isinstance(foreign, dict):
             return foreign
+        original = kept.get("item")
+        if isinstance(original, dict):
+            return original
         extras = namespace(message, "responses")
         if message.content is None and not extras and declared(message):
             return None
