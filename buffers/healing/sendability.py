@@ -22,7 +22,16 @@ What is checked, and what is not:
   message whose content is empty, except a final assistant turn (the one the model is
   asked to continue). A user or assistant message with no content and no call is
   written as such a turn, unless it joins the tool results before it (a user message
-  does, into their turn).
+  does, into their turn), or its exporter writes blocks it keeps for that provider:
+  an assistant turn's ``metadata.<provider>.layout`` holds blocks other formats have no
+  place for (Anthropic server tool blocks, ``server_tool_use`` and its
+  ``web_search_tool_result``; Gemini thought parts), which the Anthropic and Gemini
+  exporters write in place and the others leave out.
+- Thinking-only turns: Anthropic refuses an assistant message whose last block is
+  ``thinking`` or ``redacted_thinking`` ("messages.N: The final block in an assistant
+  message cannot be `thinking`", tailcallhq/forgecode #2107, #3071), wherever it stands,
+  the final turn included. So an assistant turn whose kept blocks are all thinking, with
+  no content and no call, is refused as an empty turn even when it is the last.
 - Not checked: alternation of user and assistant turns, and the shape of content parts.
 """
 
@@ -32,7 +41,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from .formats.common import joins_results
+from .formats.common import joins_results, namespace
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
@@ -169,8 +178,9 @@ after tool results (``formats.anthropic.NEW_MESSAGE``, ``formats.gemini.NEW_TURN
 def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:
     """``messages`` as they go, adding to ``found`` each user or assistant message the
     provider's exporter would write as an empty turn; for Anthropic, a final assistant
-    turn may be empty, so an empty assistant turn counts only once another follows.
-    ``found`` is complete once the messages are consumed to the end, as every check does."""
+    turn may be empty, so an empty assistant turn counts only once another follows, but
+    one of thinking blocks only counts wherever it is. ``found`` is complete once the
+    messages are consumed to the end, as every check does."""
     previous: Message | None = None
     pending: Rejection | None = None
     for seen in messages:
@@ -187,27 +197,52 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
             and not seen.calls
             and not joins_results(message, previous, provider, _NEW_TURN_MARKER[provider])
         ):
-            rejection = Rejection(
-                index,
-                None,
-                "empty_turn",
-                f"the {message.role} message at message {index} is empty, and "
-                + (
-                    "Gemini refuses a content whose parts are empty"
-                    if provider == "gemini"
-                    else "Anthropic refuses a message with empty content (but a final "
-                    "assistant turn)"
-                ),
-            )
-            if provider == "anthropic" and message.role == "assistant":
-                pending = rejection
-            else:
-                found.append(rejection)
+            kept = [block.get("type") for block in _kept_blocks(message, provider)]
+            if provider == "anthropic" and kept and THINKING.issuperset(kept):
+                found.append(
+                    Rejection(
+                        index,
+                        None,
+                        "empty_turn",
+                        f"the assistant message at message {index} holds only thinking, and "
+                        "Anthropic refuses an assistant message whose last block is thinking",
+                    )
+                )
+            elif not kept and provider == "anthropic" and message.role == "assistant":
+                pending = _empty(index, message, provider)
+            elif not kept:
+                found.append(_empty(index, message, provider))
         previous = message
+
+
+THINKING = frozenset({"thinking", "redacted_thinking"})
+"""The Anthropic block types of a model's reasoning."""
+
+
+def _empty(index: int, message: Message, provider: str) -> Rejection:
+    return Rejection(
+        index,
+        None,
+        "empty_turn",
+        f"the {message.role} message at message {index} is empty, and "
+        + (
+            "Gemini refuses a content whose parts are empty"
+            if provider == "gemini"
+            else "Anthropic refuses a message with empty content (but a final assistant turn)"
+        ),
+    )
 
 
 def _has_content(content: object) -> bool:
     return bool(content) if isinstance(content, str | list) else content is not None
+
+
+def _kept_blocks(message: Message, provider: str) -> list[dict[str, object]]:
+    """The blocks an assistant turn keeps in its ``layout`` for ``provider`` (Anthropic
+    server tool and thinking blocks, Gemini thought parts), which that provider's exporter
+    writes in place: ``formats.common.arrange``."""
+    order = namespace(message, provider).get("layout") if message.role == "assistant" else None
+    return [block for block in order if isinstance(block, dict)] if isinstance(order, list) else []
 
 
 def _unusable_calls(index: int, calls: list[tuple[int, str | None]]) -> list[Rejection]:

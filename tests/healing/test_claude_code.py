@@ -17,11 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from buffers import healing
+from buffers import healing, services
 from buffers.healing import InvalidInput, Message, sendability
 from buffers.healing.formats import Converted, Reading, Source, detect_source, parse_lines
 from buffers.healing.formats.claude_code import FORMAT, fits, native_name, read, write_native
+from tests.buffers import store
 from tests.healing.test_formats import SAMPLES
+from tests.integrity import assert_consistent
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CLAUDE = FIXTURES / "claude-code"
@@ -643,6 +645,326 @@ def test_a_session_with_only_titles_and_snapshots_fits_and_holds_no_conversation
     )
 
 
+# Reading what recent versions (2.1.3xx) write: server tool turns, thinking cut short,
+# queued prompts, new records, rewind checkpoints.
+
+
+def test_a_turn_of_server_tool_blocks_only_is_sent_to_anthropic_and_refused_by_gemini() -> None:
+    found = messages("server-tools.jsonl")
+    search = found[1]
+
+    assert search.content is None
+    assert [block["type"] for block in meta(search)["anthropic"]["layout"]] == [
+        "server_tool_use",
+        "web_search_tool_result",
+    ]
+    sent = healing.formats.write(found, "anthropic", {})["messages"][1]["content"]
+    assert [block["type"] for block in sent] == ["server_tool_use", "web_search_tool_result"]
+    assert healing.formats.write(found, "gemini", {})["contents"][1]["parts"] == []
+    verdicts = sendability.check_all(found)
+    assert verdicts["anthropic"].accepted
+    assert verdicts["openai-chat"].accepted
+    assert [(r.index, r.reason) for r in verdicts["gemini"].rejections] == [(1, "empty_turn")]
+
+
+THINKING = {"type": "thinking", "thinking": "Two tables: orders and items.", "signature": "c2ln"}
+
+
+@pytest.mark.parametrize("final", [False, True], ids=["then-re-asked", "last"])
+def test_a_turn_cut_short_after_its_thinking_is_refused_by_anthropic_wherever_it_stands(
+    final: bool,
+) -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Design a schema for orders."),
+            response("a1", "u1", "msg_1", THINKING),
+            *([] if final else [prompt("u2", "a1", "Keep it to two tables.")]),
+        ]
+    )
+
+    found = read_text(text)
+
+    assert found[1].content is None
+    assert [r.sentence for r in sendability.check(found, "anthropic").rejections] == [
+        "the assistant message at message 1 holds only thinking, and Anthropic refuses an "
+        "assistant message whose last block is thinking"
+    ]
+
+
+@pytest.mark.django_db
+def test_the_stored_verdicts_of_server_tool_and_thinking_turns_follow_appends() -> None:
+    thinking = read_text(
+        "\n".join([prompt("u1", None, "Design it."), response("a1", "u1", "msg_1", THINKING)])
+    )
+    for found in (messages("server-tools.jsonl"), thinking):
+        stored = store([message.as_stored() for message in found])
+        assert_consistent(stored)
+        for typed in ("Go on.", "And now?"):
+            services.append_messages(
+                conversation_id=stored.pk,
+                messages=[Message(role="user", content=typed)],
+                via="tests",
+            )
+            assert_consistent(stored)
+
+
+RECORDS = [
+    "bridge-session",
+    "file-history-delta",
+    "tools-used",
+    "cost-state",
+    "ended-by-model",
+    "continued-in",
+    "relocated",
+    "frame-link",
+    "memory-mode",
+    "session-owner",
+    "history-suppression",
+    "derived-from",
+    "fork-context-ref",
+    "api-request",
+    "api-request-start",
+    "api-request-end",
+    "resume-head-vouch",
+]
+
+
+def test_the_records_recent_versions_write_are_bookkeeping_kept_in_place() -> None:
+    read_as = reading("records.jsonl")
+    found = messages("records.jsonl")
+
+    assert read_as.skipped == []
+    assert read_as.entries == 18
+    assert [m.role for m in found] == ["user", "assistant", "tool", "assistant"]
+    assert kept(found[0])["before"][0]["type"] == "bridge-session"
+    assert {line["type"] for line in kept(found[3])["before"]} == {"file-history-delta"}
+    assert kept(found[3])["before_at"] == list(range(5, 15))
+    assert [line["type"] for line in kept(found[3])["after"]] == [
+        "tools-used",
+        "cost-state",
+        "bridge-session",
+    ]
+
+
+@pytest.mark.parametrize("kind", RECORDS)
+def test_each_record_of_recent_versions_is_counted_and_not_reported(kind: str) -> None:
+    record = json.dumps({"type": kind, "sessionId": ENVELOPE["sessionId"]})
+
+    read_as = read(parse_lines("\n".join([prompt("u1", None, "Hi."), record])))
+
+    assert (read_as.skipped, read_as.entries) == ([], 2)
+    [converted] = read_as.conversations
+    assert kept(messages_of(converted)[0])["after"] == [json.loads(record)]
+
+
+def test_a_session_with_more_file_history_deltas_than_events_fits() -> None:
+    source = source_of(CLAUDE / "records.jsonl")
+    kinds = [line["type"] for line in lines_of((CLAUDE / "records.jsonl").read_text())]
+
+    assert kinds.count("file-history-delta") > len(kinds) / 2
+    assert fits(source)
+
+
+QUEUED = "and run ruff on calc.py too"
+
+
+def test_a_prompt_queued_while_claude_worked_is_a_user_row_after_the_results_it_came_with() -> None:
+    read_as = reading("queued.jsonl")
+    found = messages("queued.jsonl")
+
+    assert read_as.skipped == []
+    assert read_as.entries == 13
+    assert [m.role for m in found] == [
+        *["user", "assistant", "tool", "user", "assistant", "tool", "assistant"]
+    ]
+    queued = found[3]
+    assert queued.content == QUEUED
+    assert kept(queued)["queued"] is True
+    assert kept(queued)["lines_at"] == [8]
+    assert kept(queued)["lines"][0]["attachment"]["type"] == "queued_command"
+    assert kept(queued)["before_at"] == [7]
+    assert meta(queued)["facts"] == {"time": kept(queued)["lines"][0]["timestamp"]}
+    sent = healing.formats.write(found, "anthropic", {})["messages"]
+    assert [block["type"] for block in sent[2]["content"]] == ["tool_result", "text"]
+    assert sent[2]["content"][1]["text"] == QUEUED
+    assert all(verdict.accepted for verdict in sendability.check_all(found).values())
+
+
+def queued_line(identity: str, parent: str | None, prompt: object, mode: str = "prompt") -> str:
+    attachment = {"type": "queued_command", "prompt": prompt, "commandMode": mode}
+    return event("attachment", identity, parent, {"attachment": attachment})
+
+
+def test_a_prompt_queued_between_a_call_and_its_result_follows_the_result() -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Run the tests."),
+            response("a1", "u1", "msg_1", tool_use("t1", command="pytest")),
+            queued_line("q1", "a1", QUEUED),
+            answer("r1", "a1", result("t1", "4 passed")),
+            response("a2", "q1", "msg_2", {"type": "text", "text": "Both done."}),
+        ]
+    )
+
+    found = read_text(text)
+
+    assert [(m.role, kept(m)["lines_at"]) for m in found] == [
+        ("user", [1]),
+        ("assistant", [2]),
+        ("tool", [4]),
+        ("user", [3]),
+        ("assistant", [5]),
+    ]
+    assert accepted(found)
+    assert write_native(found, read(parse_lines(text)).conversations[0].metadata) == text + "\n"
+
+
+def test_a_prompt_queued_after_a_call_that_never_got_its_result_is_healed_before_it() -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Run the tests."),
+            response("a1", "u1", "msg_1", tool_use("t1", command="pytest")),
+            queued_line("q1", "a1", QUEUED),
+        ]
+    )
+    converted = read(parse_lines(text)).conversations[0]
+    found = messages_of(converted)
+
+    assert [m.role for m in found] == ["user", "assistant", "user"]
+    assert unanswered(found) == ["t1"]
+    healed = heal(found)
+    assert [m.role for m in healed] == ["user", "assistant", "tool", "user"]
+    again = read_text(write_native(healed, converted.metadata))
+    assert [(m.role, m.content) for m in again[2:]] == [("tool", INTERRUPTED), ("user", QUEUED)]
+    assert accepted(again)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        queued_line("q1", "a1", "ls -la", mode="bash"),
+        queued_line("q1", "a1", ""),
+        queued_line("q1", "a1", 7),
+        queued_line("q1", "a1", [{"type": "tool_result", "tool_use_id": "t1"}]),
+        event("attachment", "q1", "a1", {"attachment": {"type": "todo_reminder"}}),
+    ],
+    ids=["bash-mode", "empty", "not-text", "a-result", "another-attachment"],
+)
+def test_an_attachment_that_is_no_queued_prompt_stays_bookkeeping(line: str) -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Hi."),
+            response("a1", "u1", "msg_1", {"type": "text", "text": "Hello."}),
+            line,
+        ]
+    )
+
+    found = read_text(text)
+
+    assert [m.role for m in found] == ["user", "assistant"]
+    assert kept(found[-1])["after"] == [json.loads(line)]
+
+
+def test_a_queued_prompt_of_text_and_an_image_is_a_user_row_of_those_blocks() -> None:
+    blocks = [
+        {"type": "text", "text": "like this one"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+    ]
+    text = "\n".join(
+        [
+            prompt("u1", None, "Draw a box."),
+            response("a1", "u1", "msg_1", {"type": "text", "text": "Drawing."}),
+            queued_line("q1", "a1", blocks),
+        ]
+    )
+
+    found = read_text(text)
+
+    assert (found[-1].role, found[-1].content, kept(found[-1])["queued"]) == ("user", blocks, True)
+
+
+def test_a_prompt_queued_on_an_abandoned_branch_is_left_out_with_it() -> None:
+    text = "\n".join(
+        [
+            prompt("u1", None, "Run the tests."),
+            response("a1", "u1", "msg_1", {"type": "text", "text": "Running."}),
+            prompt("u2", "a1", "Delete the logs."),
+            queued_line("q2", "u2", QUEUED),
+            prompt("u3", "a1", "No, keep them."),
+        ]
+    )
+
+    read_as = read(parse_lines(text))
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 3", "on a branch the session left when the user re-asked at line 5"),
+        ("line 4", "on a branch the session left when the user re-asked at line 5"),
+    ]
+    assert [m.content for m in messages_of(read_as.conversations[0]) if m.role == "user"] == [
+        "Run the tests.",
+        "No, keep them.",
+    ]
+
+
+def test_a_rewind_checkpoint_after_the_last_prompt_leaves_the_rewound_tail_out() -> None:
+    read_as = reading("rewind-checkpoint.jsonl")
+    found = messages("rewind-checkpoint.jsonl")
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 3", "on a branch the session left when the user rewound it to line 2"),
+        ("line 4", "on a branch the session left when the user rewound it to line 2"),
+    ]
+    assert [m.role for m in found] == ["user", "assistant"]
+    assert kept(found[1])["after_at"] == [3, 4, 5]
+    assert unanswered(found) == []
+    assert all(verdict.accepted for verdict in sendability.check_all(found).values())
+
+
+def test_a_user_turn_appended_after_a_rewind_continues_from_the_checkpoints_leaf() -> None:
+    converted = conversation("rewind-checkpoint.jsonl")
+    found = messages_of(converted)
+    plan = healing.plan_append(
+        healing.facts_from_messages(found), [Message(role="user", content="Keep the tests.")]
+    )
+
+    written = write_native(healing.apply_plan(found, plan), converted.metadata)
+
+    *_, checkpoint, typed = lines_of(written)
+    assert checkpoint["rewound"] is True
+    assert typed["parentUuid"] == checkpoint["leafUuid"] == kept(found[1])["lines"][0]["uuid"]
+    again = read(parse_lines(written))
+    assert [m.content for m in messages_of(again.conversations[0]) if m.role == "user"] == [
+        "Make divide print an error on zero.",
+        "Keep the tests.",
+    ]
+
+
+def test_a_rewind_checkpoint_that_later_events_follow_no_longer_says_where_it_resumes() -> None:
+    checkpoint = {"type": "last-prompt", "leafUuid": "a1", "rewound": True, "cutUuid": "u2"}
+    text = "\n".join(
+        [
+            prompt("u1", None, "Fix divide."),
+            response("a1", "u1", "msg_1", {"type": "text", "text": "Fixed."}),
+            prompt("u2", "a1", "Delete the tests."),
+            json.dumps(checkpoint),
+            prompt("u3", "a1", "Add a test instead."),
+            response("a3", "u3", "msg_3", {"type": "text", "text": "Added."}),
+            prompt("u4", "a3", "Thanks."),
+        ]
+    )
+
+    read_as = read(parse_lines(text))
+
+    assert [(s.where, s.why) for s in read_as.skipped] == [
+        ("line 3", "on a branch the session left when the user re-asked at line 5"),
+    ]
+    assert [m.content for m in messages_of(read_as.conversations[0]) if m.role == "user"] == [
+        "Fix divide.",
+        "Add a test instead.",
+        "Thanks.",
+    ]
+
+
 # Detection.
 
 
@@ -737,6 +1059,10 @@ ROUND_TRIPS = [
     "compacted.jsonl",
     "interrupted.jsonl",
     "sidechain.jsonl",
+    "server-tools.jsonl",
+    "queued.jsonl",
+    "records.jsonl",
+    "rewind-checkpoint.jsonl",
     SESSION,
     SUBAGENT,
 ]

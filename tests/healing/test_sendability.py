@@ -379,6 +379,59 @@ def test_anthropic_rejects_an_empty_message_but_a_final_assistant_turn() -> None
     ]
 
 
+def kept_blocks(space: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    """An assistant turn with no content and no call, only blocks kept for one provider."""
+    return {"role": "assistant", "content": None, "metadata": {space: {"layout": list(blocks)}}}
+
+
+SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+SEARCHED = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+THINKING = {"type": "thinking", "thinking": "Two tables.", "signature": "c2ln"}
+REDACTED = {"type": "redacted_thinking", "data": "ZW5j"}
+SERVER_ONLY = kept_blocks("anthropic", SEARCH, SEARCHED)
+THINKING_ONLY = kept_blocks("anthropic", THINKING, REDACTED)
+THOUGHT_ONLY = kept_blocks("gemini", {"text": "Two tables.", "thought": True})
+
+
+def test_anthropic_counts_the_server_tool_blocks_its_exporter_writes_as_content() -> None:
+    buffer = parse_messages([user("search"), SERVER_ONLY, user("ok")])
+
+    assert check(buffer, "anthropic").accepted
+    assert write(buffer, "anthropic")["messages"][1]["content"] == [SEARCH, SEARCHED]
+
+
+def test_gemini_rejects_a_turn_of_server_tool_blocks_as_it_writes_it_without_parts() -> None:
+    buffer = parse_messages([user("search"), SERVER_ONLY, user("ok")])
+
+    assert write(buffer, "gemini")["contents"][1]["parts"] == []
+    assert [r.reason for r in check(buffer, "gemini").rejections] == ["empty_turn"]
+
+
+def test_gemini_counts_the_thought_parts_its_exporter_writes_as_content() -> None:
+    buffer = parse_messages([user("plan"), THOUGHT_ONLY, user("ok")])
+
+    assert check(buffer, "gemini").accepted
+    assert [r.reason for r in check(buffer, "anthropic").rejections] == ["empty_turn"]
+
+
+@pytest.mark.parametrize("final", [False, True], ids=["mid-history", "final"])
+def test_anthropic_rejects_a_turn_of_thinking_only_wherever_it_stands(final: bool) -> None:
+    buffer = [user("plan"), THINKING_ONLY, *([] if final else [user("ok")])]
+
+    assert rejections("anthropic", *buffer) == [
+        (
+            1,
+            "empty_turn",
+            "the assistant message at message 1 holds only thinking, and Anthropic refuses an "
+            "assistant message whose last block is thinking",
+        )
+    ]
+
+
+def test_anthropic_takes_thinking_before_a_server_tool_block() -> None:
+    assert verdict("anthropic", user("plan"), kept_blocks("anthropic", THINKING, SEARCH)).accepted
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "gemini"])
 def test_an_empty_user_message_right_after_results_joins_their_turn_and_is_not_empty(
     provider: str,
@@ -397,29 +450,46 @@ EMPTY_USER = user("")
 EMPTY_ASSISTANT = assistant(content=None)
 
 
+def only_thinking(turn: dict[str, Any]) -> bool:
+    blocks = turn["content"]
+    return isinstance(blocks, list) and bool(blocks) and all(b["type"] in THINKS for b in blocks)
+
+
+THINKS = ("thinking", "redacted_thinking")
+
+
 @settings(max_examples=300)
 @given(
     st.lists(
         st.sampled_from(
-            [user(), EMPTY_USER, EMPTY_ASSISTANT, assistant("c1"), result("c1"), system()]
+            [
+                *[user(), EMPTY_USER, EMPTY_ASSISTANT, assistant("c1"), result("c1"), system()],
+                *[SERVER_ONLY, THINKING_ONLY, THOUGHT_ONLY],
+            ]
         ),
         max_size=7,
     ),
     st.sampled_from(["anthropic", "gemini"]),
 )
+@example([user(), SERVER_ONLY, user()], "anthropic")
+@example([user(), THINKING_ONLY], "anthropic")
+@example([user(), THOUGHT_ONLY, user()], "gemini")
 def test_an_empty_turn_is_named_exactly_when_the_exporter_writes_one(
     rows: list[dict[str, Any]], provider: str
 ) -> None:
+    """Or, for Anthropic, a turn of thinking only, which it refuses wherever it stands."""
     buffer = parse_messages(rows)
     body = write(buffer, provider)
     turns = body["contents"] if provider == "gemini" else body["messages"]
     key = "parts" if provider == "gemini" else "content"
+    final = len(turns) - 1
     written_empty = [
         turn
         for position, turn in enumerate(turns)
-        if turn[key] in ("", [])
-        and not (
-            provider == "anthropic" and turn["role"] == "assistant" and position == len(turns) - 1
+        if (provider == "anthropic" and only_thinking(turn))
+        or (
+            turn[key] in ("", [])
+            and not (provider == "anthropic" and turn["role"] == "assistant" and position == final)
         )
     ]
     named = [r for r in check(buffer, provider).rejections if r.reason == "empty_turn"]
@@ -444,6 +514,9 @@ ROWS = st.sampled_from(
         result("c9"),
         placeholder("c1"),
         REASONING,
+        SERVER_ONLY,
+        THINKING_ONLY,
+        THOUGHT_ONLY,
     ]
 )
 

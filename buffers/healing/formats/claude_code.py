@@ -4,7 +4,9 @@ JSON event per line, appended as the CLI goes. Subagents (the Task/Agent tool) a
 written into the main file up to about 2.0.25, with ``isSidechain: true``; since then
 into ``agent-<agentId>.jsonl`` files of their own (``<sessionId>/subagents/`` since
 2.1.x), every line a sidechain event. The notes this follows were checked against the
-CLI's own code (1.0.30 to 2.1.112) and by resuming every fixture with it.
+CLI's own code (1.0.30 to 2.1.112) and by resuming every fixture with it; what 2.1.3xx
+adds (new records, queued prompts, rewind checkpoints), against the strings of the
+2.1.332 bundle only.
 
 The conversation is the ``user`` and ``assistant`` events, each an Anthropic message
 (``message.content`` a string or blocks) in an envelope: ``uuid``, ``parentUuid`` (the
@@ -19,7 +21,9 @@ event before it, ``null`` at a root), ``isSidechain``, ``sessionId``, ``timestam
   (``read_tool_use`` for calls): text blocks are the content, ``tool_use`` blocks
   canonical calls (``arguments`` the JSON text of ``input``), thinking blocks and an
   order other than text-then-calls stay in ``metadata.anthropic.layout``, so that the
-  Anthropic export sends them back in order. ``facts``: ``time`` the first line's
+  Anthropic export sends them back in order (a response of server tool blocks only,
+  ``server_tool_use`` and its ``web_search_tool_result`` or ``advisor_tool_result``, has
+  no content: its blocks are all in the layout). ``facts``: ``time`` the first line's
   timestamp, ``model`` its model (not ``<synthetic>``), and, once per ``message.id``,
   ``usage`` from the last line (the earlier ones repeat the stream's start:
   ``input`` counts every input token, cache reads and writes included, as OpenAI's
@@ -35,6 +39,17 @@ event before it, ``null`` at a root), ``isSidechain``, ``sessionId``, ``timestam
   local-command caveat...) flagged ``claude_code.meta``, command and interrupt markers,
   and a compaction's summary, flagged ``claude_code.compact_summary``. A synthetic
   API-error turn (``isApiErrorMessage``) is never sent: it is bookkeeping.
+- A prompt typed while Claude was responding is written, once the CLI delivers it, as an
+  ``attachment`` line ``{"type": "queued_command", "prompt", "commandMode": "prompt"}``
+  (the ``queue-operation`` lines before it are bookkeeping). The CLI sends it as a user
+  message ("The user sent a new message while you were working:" and the prompt) after
+  the tool results of the response it came during, merged into their message. It is a
+  user row flagged ``claude_code.queued`` (and ``meta`` when the attachment is), its
+  content the prompt as typed (a string, or text and image blocks), and it stands where
+  its line is; but one read while a response is still open (between its lines, or
+  before its results) stands after the response and its results, as the model saw it,
+  never between a call and its result. Another ``commandMode`` (``bash``...) stays
+  bookkeeping.
 
 Per row, ``claude_code.lines`` holds the event lines it was read from, verbatim (the
 envelope, ``uuid``s, ``requestId``, ``toolUseResult``, signatures), with their line
@@ -43,8 +58,10 @@ numbers in ``lines_at``; the rows after the first that one user event makes are
 
 Bookkeeping: ``system`` (hook notices, turn durations, compact boundaries),
 ``progress`` (``agent_progress`` copies a subagent's events: never read as content),
-``attachment``, ``summary``, ``custom-title``, ``ai-title``, ``last-prompt``,
-``file-history-snapshot``, ``queue-operation`` and the CLI's other session records are
+``attachment`` (but a queued prompt), ``summary``, ``custom-title``, ``ai-title``,
+``last-prompt``, ``file-history-snapshot``, ``queue-operation`` and the CLI's other
+session records (``claude_code_events.BOOKKEEPING``, those of 2.1.3xx among them:
+``file-history-delta``, ``bridge-session``, ``cost-state``, ``api-request-*``...) are
 never messages. They are read (counted) and kept in place, with their line numbers,
 under the ``claude_code.before`` (``before_at``) of the row whose first line comes next,
 and those after the last one under its ``after``. Skipped, with the reason, and kept in
@@ -57,9 +74,10 @@ What is wrong inside a user or assistant event is refused, named by its line and
 a ``uuid``.
 
 Branches (``claude_code_chain``): the conversation is what ``claude --resume`` sends,
-the chain from the session's last event back to its root and what the CLI joins back to
-it. An event that is not on it, but whose own chain meets it, is on an abandoned branch:
-skipped, named ("on a branch the session left when the user re-asked at line 7").
+the chain from the session's last event (or the event a ``/rewind`` checkpoint after it
+resumes from) back to its root and what the CLI joins back to it. An event that is not
+on it, but whose own chain meets it, is on an abandoned branch: skipped, named ("on a
+branch the session left when the user re-asked at line 7").
 
 Compaction: the CLI resumes a compacted session from its summary on, but the file keeps
 the history before it, and so does the conversation (it is the user's transcript):
@@ -86,7 +104,8 @@ writes summaries of other sessions into each file), else "". Conversation metada
 Detection (``fits``) is a signature: a transcript event with the session's envelope, and
 the file's object lines mostly the CLI's (a string ``type`` with a key of the envelope,
 ``sessionId``, ``uuid`` or ``parentUuid``, whatever the type; or one of the CLI's records
-that carry none, ``summary``, ``file-history-snapshot``...), so that another format's
+that carry none, ``summary``, ``file-history-snapshot``, ``file-history-delta``...), so
+that another format's
 lines with one stray event pasted among them are not taken for a session; lines that are
 not JSON, and a few odd objects, are a log's junk.
 
@@ -107,7 +126,16 @@ from buffers.healing.messages import describe
 
 from . import anthropic
 from .claude_code_chain import Chain
-from .claude_code_events import BOOKKEEPING, CHAIN, MESSAGES, SPACE
+from .claude_code_events import (
+    BOOKKEEPING,
+    BOOKKEEPING_PREFIXES,
+    CHAIN,
+    MESSAGES,
+    SPACE,
+    block_ids,
+    is_bookkeeping,
+    queued_prompt,
+)
 from .claude_code_writer import native_name, write_native
 from .common import (
     Converted,
@@ -190,12 +218,17 @@ def _is_own(value: dict[str, Any]) -> bool:
     records that carry none (``summary``, ``file-history-snapshot``...)."""
     kind = value.get("type")
     return isinstance(kind, str) and (
-        kind in RECORDS or "sessionId" in value or "uuid" in value or "parentUuid" in value
+        kind in RECORDS
+        or kind.startswith(BOOKKEEPING_PREFIXES)
+        or "sessionId" in value
+        or "uuid" in value
+        or "parentUuid" in value
     )
 
 
 RECORDS = BOOKKEEPING - CHAIN
-"""The CLI's lines outside the chain, some without the envelope."""
+"""The CLI's lines outside the chain, some without the envelope (``file-history-delta``
+has neither ``sessionId`` nor ``uuid``)."""
 
 
 # Reading.
@@ -258,6 +291,8 @@ class _Builder:
         self.root: str | None = None
         self.prompts: list[tuple[object, str]] = []
         """Each Task or Agent call's prompt, and its id, in file order."""
+        self.queued_rows: list[Row] = []
+        """Queued prompts read while a response is open, for after its results."""
 
     def keep(self, value: Any, number: int) -> None:
         self.pending.append(value)
@@ -339,10 +374,31 @@ class _Builder:
                 ):
                     self.problems.add(at, "is a tool_result block, which belongs in a user message")
 
+    def queued(self, value: dict[str, Any], number: int, prompt: str | list[Any]) -> None:
+        """A prompt the user typed while Claude was responding: a user row flagged
+        ``queued``, where its line is; while a response is open, held for after its lines
+        and its results (``close``), where the CLI delivers it."""
+        new: Row = {"role": "user", "content": prompt, "metadata": {}}
+        kept = self.start(new, value, number)
+        kept["queued"] = True
+        if value["attachment"].get("isMeta") is True:
+            kept["meta"] = True
+        time = value.get("timestamp")
+        if isinstance(time, str):
+            new["metadata"]["facts"] = {"time": time}
+        if self.turn is None:
+            self.rows.append(new)
+        else:
+            self.queued_rows.append(new)
+
     def close(self) -> None:
+        """End the open response: its row gets its content and facts, and the prompts
+        queued while it was open follow it and its results."""
         turn, self.turn = self.turn, None
         if turn is None:
             return
+        self.rows.extend(self.queued_rows)
+        self.queued_rows = []
         row = turn.row
         row["content"] = turn.texts or (None if turn.kinds else [])
         metadata = row["metadata"]
@@ -364,7 +420,10 @@ class _Builder:
             metadata["facts"] = facts
 
     def user(self, entry: Entry, value: dict[str, Any], number: int) -> list[Row]:
-        content = value["message"]["content"]
+        message = value["message"]
+        content = message["content"]
+        if not block_ids(message, "tool_result", "tool_use_id"):
+            self.close()
         first = len(self.rows)
         if isinstance(content, str):
             self.rows.append({"role": "user", "content": content, "metadata": {}})
@@ -481,7 +540,9 @@ class _Session:
             )
         elif kind in MESSAGES:
             self.message(index, entry, value, kind, number)
-        elif kind in BOOKKEEPING:
+        elif (prompt := queued_prompt(value)) is not None and self.own_prompt(value):
+            self.queued(index, entry, value, prompt, number)
+        elif is_bookkeeping(kind):
             self.bookkeeping(entry, value, kind, number)
         else:
             self.skip(entry, f"an event of type {kind!r}, which Claude Code does not read", number)
@@ -508,6 +569,25 @@ class _Session:
             leaf = value.get("leafUuid")
             if isinstance(leaf, str) and leaf in self.chain.position:
                 self.summaries.append((leaf, value["summary"]))
+
+    def own_prompt(self, value: dict[str, Any]) -> bool:
+        """Whether a queued prompt is the conversation's own (not a subagent's in its
+        session's file) and an event (with a uuid): else it stays bookkeeping."""
+        own = value.get("isSidechain") is not True or self.chain.sidechain_only
+        return own and isinstance(value.get("uuid"), str)
+
+    def queued(
+        self, index: int, entry: Entry, value: dict[str, Any], prompt: str | list[Any], number: int
+    ) -> None:
+        problem = entry.problem(value)
+        if problem is not None:
+            self.skipped.append(Skipped(entry.where, f"a queued prompt that {problem}"))
+        elif index in self.chain.abandoned:
+            self.skip(entry, self.chain.abandoned[index], number)
+        else:
+            self.count += 1
+            self.own.note(value)
+            self.own.queued(value, number, prompt)
 
     def message(
         self, index: int, entry: Entry, value: dict[str, Any], kind: str, number: int
@@ -600,8 +680,7 @@ class _Session:
             return self.custom_title
         if self.ai_title is not None:
             return self.ai_title
-        main = self.chain.main
-        leaf = main[-1] if main else None
+        leaf = self.chain.leaf
         named = [summary for at, summary in self.summaries if at == leaf]
         if named or self.summaries:
             return (named or [summary for _, summary in self.summaries])[-1]

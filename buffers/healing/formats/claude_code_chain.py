@@ -4,14 +4,19 @@ sidechain run each subagent event belongs to.
 
 Branches: a rewind (the user re-asks from an earlier point) writes the new prompt with
 the earlier parent, and the old branch stays in the file. The conversation is what
-``claude --resume`` sends: the chain from the last event (in file order) back to its
-root, through ``progress`` lines as the CLI bridges them, and across a compact boundary
-to its ``logicalParentUuid``; plus what the CLI joins back to it, the other lines of a
+``claude --resume`` sends: the chain from its leaf back to its root, through
+``progress`` lines as the CLI bridges them, and across a compact boundary to its
+``logicalParentUuid``; plus what the CLI joins back to it, the other lines of a
 response on it and the results of its calls (2.1.x chains parallel results to their
-own tool_use line). An event that is not on it, but whose own chain meets it, is on an
-abandoned branch: skipped, named ("on a branch the session left when the user re-asked
-at line 7"). Events whose chain never meets it (a broken chain, an older history the
-1.0.x compaction left as a separate root) are read: nothing shows they were abandoned.
+own tool_use line). The leaf is the last event (in file order), unless a rewind
+checkpoint follows it: since 2.1.3xx, ``/rewind`` writes a ``last-prompt`` line with
+``rewound: true`` whose ``leafUuid`` is the event the session now resumes from (and
+``cutUuid`` the first one it dropped), before anything is typed again. An event (or a
+queued prompt, which the model is sent too) that is not on the chain, but whose own
+chain meets it, is on an abandoned branch: skipped, named ("on a branch the session
+left when the user re-asked at line 7", "... when the user rewound it to line 2").
+Events whose chain never meets it (a broken chain, an older history the 1.0.x
+compaction left as a separate root) are read: nothing shows they were abandoned.
 
 A 1.x file holds its subagents' events in it, ``isSidechain: true`` and no ``agentId``:
 each run is the chain of sidechain events back to its first (``root_of``).
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .claude_code_events import CHAIN, MESSAGES, block_ids, text_or_none
+from .claude_code_events import CHAIN, MESSAGES, block_ids, queued_prompt, rewound_to, text_or_none
 from .source import Entry
 
 
@@ -44,18 +49,27 @@ class Chain:
         self.sidechain_only = False
         """Whether the file is a subagent's own: sidechain messages only."""
         self.roots: dict[str, str] = {}
+        self.rewound: str | None = None
+        """The event a rewind checkpoint after the last event resumes from."""
         self.index()
+        self.leaf: str | None = self.main[-1] if self.main else None
+        """The event ``claude --resume`` continues from."""
+        if self.rewound is not None:
+            self.leaf = self.rewound
         self.abandoned = self.branches()
         """The entries of the session's messages on an abandoned branch, and why."""
 
     def index(self) -> None:
         messages = sidechain = 0
+        checkpoint: str | None = None
         for index, entry in enumerate(self.entries):
             value = entry.value
             if not isinstance(value, dict):
                 continue
             kind = value.get("type")
             identity = value.get("uuid")
+            if (leaf := rewound_to(value)) is not None:
+                checkpoint = leaf
             if not isinstance(kind, str) or kind not in CHAIN or not isinstance(identity, str):
                 continue
             if identity in self.position:
@@ -69,10 +83,13 @@ class Chain:
                 sidechain += kind in MESSAGES
             else:
                 self.main.append(identity)
+                checkpoint = None
                 messages += kind in MESSAGES
                 if self.session is None and isinstance(value.get("sessionId"), str):
                     self.session = value["sessionId"]
         self.sidechain_only = not messages and sidechain > 0
+        if checkpoint in self.main:
+            self.rewound = checkpoint
         if self.session is None:
             self.session = next(
                 (
@@ -101,18 +118,19 @@ class Chain:
     def branches(self) -> dict[int, str]:
         """The entries of the session's messages on an abandoned branch, and why."""
         parents: set[str] = set()
-        forked = False
+        forked = self.rewound is not None
         for identity in self.main:
+            if forked:
+                break
             parent = self.up(identity)
             if parent is not None and parent in parents:
                 forked = True
-                break
-            if parent is not None:
+            elif parent is not None:
                 parents.add(parent)
         if not forked:
             return {}
         live = self.live()
-        off = [i for i in self.main if i not in live and self.value_of(i).get("type") in MESSAGES]
+        off = [i for i in self.main if i not in live and self.sent(self.value_of(i))]
         if not off:
             return {}
         off = self.rejoined(live, off)
@@ -128,11 +146,16 @@ class Chain:
             for identity, (fork, head) in anchors.items()
         }
 
+    @staticmethod
+    def sent(value: dict[str, Any]) -> bool:
+        """An event the model is sent: a message, or a queued prompt."""
+        return value.get("type") in MESSAGES or queued_prompt(value) is not None
+
     def live(self) -> set[str]:
-        """The chain ``claude --resume`` loads: from the last event of the session back to
-        its root, across compact boundaries."""
+        """The chain ``claude --resume`` loads: from the leaf back to the root, across
+        compact boundaries."""
         live: set[str] = set()
-        current: str | None = self.main[-1]
+        current: str | None = self.leaf
         while current is not None and current in self.position and current not in live:
             live.add(current)
             following = self.up(current)
@@ -201,6 +224,8 @@ class Chain:
         chosen = next(iter(later or children), None)
         if chosen is None:
             where = self.entries[self.position[fork]].where
+            if self.rewound is not None and fork == self.leaf:
+                return f"on a branch the session left when the user rewound it to {where}"
             return f"on a branch the session left after {where}"
         value = self.value_of(chosen)
         where = self.entries[self.position[chosen]].where

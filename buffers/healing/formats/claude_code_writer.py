@@ -19,11 +19,13 @@ new results go before that event, which then points to the last of them and stay
 turn's last line: the results stay together, before the text, as Anthropic needs them.
 
 A user turn made in the app is a plain ``user`` event at the end, pointing to the last
-event before it (an assistant turn made in the app, a ``<synthetic>`` assistant event; a
-system message made in the app has no place in a session and is refused). Not written
-back: blank lines, lines that are not JSON or not objects, the cut-off last line,
-bookkeeping that could not be stored. Nothing that was kept is regenerated, so nothing
-else is lost; a conversation not read from a Claude Code session is not written as one.
+event before it, or, after a rewind checkpoint, to the event the checkpoint resumes from
+(an assistant turn made in the app, a ``<synthetic>`` assistant event; a system message
+made in the app has no place in a session and is refused). A queued prompt's row is its
+``attachment`` line, written back in place like any other. Not written back: blank
+lines, lines that are not JSON or not objects, the cut-off last line, bookkeeping that
+could not be stored. Nothing that was kept is regenerated, so nothing else is lost; a
+conversation not read from a Claude Code session is not written as one.
 
 The file name (``native_name``) is the CLI's, ``<sessionId>.jsonl`` (a subagent's
 ``agent-<agentId>.jsonl``), every character of the id but ASCII letters, digits, ``.``,
@@ -45,7 +47,7 @@ from buffers.healing.ids import is_placeholder, usable_id
 from buffers.healing.messages import Message
 
 from . import anthropic
-from .claude_code_events import CHAIN, ENVELOPE, SPACE, block_ids, text_or_none
+from .claude_code_events import CHAIN, ENVELOPE, SPACE, block_ids, rewound_to, text_or_none
 from .common import declared, json_text, namespace
 
 
@@ -272,6 +274,9 @@ class _Writer:
         known = {text_or_none(p.line.get("uuid")) for p in ordered} if healed else set()
         written: list[str] = []
         leaf: str | None = None
+        """The event a user turn made in the app follows: the last one, or the one a rewind
+        checkpoint after it resumes from (the last line of its turn, once healed)."""
+        events: set[str] = set()
         previous: str | None = None
         bridge: str | None = None
         """The last line of a healed turn just written, for the event after it."""
@@ -300,6 +305,9 @@ class _Writer:
                 previous = stamp
             if chained:
                 leaf = line["uuid"]
+                events.add(line["uuid"])
+            elif (rewound := rewound_to(line)) is not None and rewound in events:
+                leaf = self.rechain.get(rewound, rewound)
             written.append(json_text(line) or "{}")
         return "".join(f"{text}\n" for text in written)
 
