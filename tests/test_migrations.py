@@ -5,6 +5,7 @@ the index working (SQLite rebuilds tables and drops their triggers on the way)."
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pytest
 from django.apps import apps
@@ -17,6 +18,7 @@ from tests.buffers import acting_user, assistant, placeholder, result, signed_in
 from tests.integrity import assert_consistent
 
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
+kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
 
 
 @pytest.mark.django_db
@@ -37,6 +39,33 @@ def test_the_verdicts_backfill_gives_each_conversation_what_a_fresh_check_says(
     for conversation in stored:
         assert_consistent(conversation)
     assert not Conversation.objects.get(title="open call").sendable
+
+
+@pytest.mark.django_db
+def test_0014_tallies_again_the_conversations_that_keep_blocks_for_a_provider() -> None:
+    """Their verdicts changed with the rule (a turn of server tool blocks only is sent to
+    Anthropic whole; one of thinking only is refused wherever it stands); others are not
+    read (one left stale here shows it)."""
+
+    def kept(space: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "metadata": {space: {"layout": [*blocks]}}}
+
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    searched = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    thinking = {"type": "thinking", "thinking": "Two tables.", "signature": "c2ln"}
+    searching = store([user("search"), kept("anthropic", search, searched), user("ok")])
+    thinking_only = store([user("plan"), kept("anthropic", thinking)])
+    thought = store([user("plan"), kept("gemini", {"text": "Two.", "thought": True}), user("ok")])
+    plain = store([user("go"), assistant("c1")], title="plain")
+    Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
+
+    kept_blocks_again.tally_again(apps, None)
+
+    for conversation in (searching, thinking_only, thought):
+        assert_consistent(conversation)
+    assert Conversation.objects.get(pk=searching.pk).rejections["anthropic"] == 0
+    assert Conversation.objects.get(pk=thinking_only.pk).rejections["anthropic"] == 1
+    assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -24,8 +24,15 @@ def compute_tallies(apps: Any, schema_editor: Any) -> None:
     Conversation.objects.update(
         rejections=dict(empty.rejections), problem_counts=dict(empty.problems), sendable=empty.sendable
     )
+    tally_conversations(apps, Message.objects.all())
+
+
+def tally_conversations(apps: Any, messages: Any) -> None:
+    """The tally of each conversation that ``messages`` (a queryset of whole buffers)
+    holds rows of, stored (migration 0014 computes some again)."""
+    Conversation = apps.get_model("buffers", "Conversation")
     rows = (
-        Message.objects.order_by("conversation_id", "block__start", "slot")
+        messages.order_by("conversation_id", "block__start", "slot")
         .values_list("conversation_id", "role", "content", "metadata")
         .iterator(chunk_size=5_000)
     )
