@@ -27,6 +27,7 @@ from . import healing
 from .bulk import cyclic_gc_paused
 from .healing import InvalidInput, Problem, formats, jsontext
 from .healing.errors import parse_each
+from .healing.formats.source import may_hold_unstorable, storable_document
 from .healing.messages import describe, json_problem
 from .models import Scope
 from .services import ConversationIn
@@ -120,15 +121,19 @@ class TranscriptReading:
     entries: int = 0
     unit: str = "conversation"
     skipped: list[Problem] = field(default_factory=list)
+    changed: list[Problem] = field(default_factory=list)
+    """Lines read with characters no database stores replaced (``formats.Source.altered``)."""
 
     def summary(self) -> str:
-        """ "read as a Claude Code session (40 lines, 2 skipped)", "read as the stored shape"."""
+        """ "read as a Claude Code session (40 lines, 2 skipped, 1 changed)", "read as the
+        stored shape"."""
         read_as = " and ".join(dict.fromkeys(formats.named(f) for f in self.read_as))
+        changed = f", {len(self.changed):,} changed" if self.changed else ""
         if self.unit == "conversation":
-            return f"read as {read_as or 'nothing'}"
+            return f"read as {read_as or 'nothing'}" + (f" ({changed[2:]})" if changed else "")
         counted = f"{self.entries:,} {self.unit}{'' if self.entries == 1 else 's'}"
         skipped = f", {len(self.skipped):,} skipped" if self.skipped else ""
-        return f"read as {read_as} ({counted}{skipped})"
+        return f"read as {read_as} ({counted}{skipped}{changed})"
 
 
 def read_transcript_file(
@@ -177,6 +182,7 @@ def read_transcript(
         name=name,
         conversations=[replace(c, origin=f"{name}: {c.origin}") for c in reading.conversations],
         skipped=formats.collapse([p.within(f"{name}: ") for p in reading.skipped]),
+        changed=[p.within(f"{name}: ") for p in reading.changed],
     )
 
 
@@ -206,7 +212,8 @@ def text_source(text: str, *, jsonl: bool) -> formats.Source:
     if jsonl:
         return formats.parse_lines(text)
     try:
-        return formats.Source(document=jsontext.loads(text)[0])
+        document = jsontext.loads(text)[0]
+        return formats.Source(document=document, may_hold_unstorable=may_hold_unstorable(text))
     except json.JSONDecodeError as error:
         if error.msg == "Extra data" or (
             isinstance(error, jsontext.DuplicateKey) and _several_values(text)
@@ -263,6 +270,8 @@ def read_source(source: formats.Source, format: str, title: str) -> TranscriptRe
                 )
             ]
         )
+    if format not in _FAMILY:  # a runtime's log, read leniently: see storable_document
+        source = storable_document(source)
     reading = chosen.read(source)
     return TranscriptReading(
         "",
@@ -271,6 +280,7 @@ def read_source(source: formats.Source, format: str, title: str) -> TranscriptRe
         reading.entries,
         reading.unit,
         [skipped.problem() for skipped in reading.skipped],
+        [altered.problem() for altered in source.altered],
     )
 
 
@@ -284,11 +294,14 @@ def _documents_per_line(source: formats.Source, format: str, title: str) -> Tran
     problems = [skipped.problem() for skipped in source.unreadable]
     conversations: list[ConversationIn] = []
     read_as: list[str] = []
+    # Read as written: a document's U+0000 is refused, as in a .json file.
+    written = {altered.where: altered.original for altered in source.altered}
     for entry in source.lines or ():
         number = entry.where.removeprefix("line ")
+        document = written.get(entry.where, entry.value)
         try:
             reading = read_source(
-                formats.Source(document=entry.value), format, f"{title} line {number}"
+                formats.Source(document=document), format, f"{title} line {number}"
             )
         except InvalidInput as error:
             problems.extend(error.within(f"{entry.where}: ").problems)

@@ -207,6 +207,7 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
             "skipped": [
                 {"where": p.path, "why": p.message} for p in formats.collapse(reading.skipped)
             ],
+            "changed": [{"where": p.path, "why": p.message} for p in reading.changed],
         },
     )
 

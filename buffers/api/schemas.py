@@ -283,6 +283,10 @@ class Imported(Schema):
     conversations: list[ImportedConversation]
     read_as: str = Field(examples=["read as a Claude Code session (40 lines, 2 skipped)"])
     skipped: list[SkippedEntry]
+    changed: list[SkippedEntry] = Field(
+        description="A log's lines read with U+0000 or a lone surrogate, which no database "
+        "stores, replaced by U+FFFD: where, and which strings."
+    )
 
 
 class ExportQuery(Schema):

@@ -150,6 +150,50 @@ def json_problem_at(value: object) -> tuple[str, str] | None:
     return None
 
 
+REPLACEMENT = "\ufffd"
+"""What ``storable_copy`` writes for a character no database stores (U+FFFD)."""
+
+
+def storable_copy(value: object) -> tuple[object, list[tuple[str, str]]]:
+    """``value`` with each U+0000 and lone surrogate in its strings and keys replaced by
+    U+FFFD, and where (``.output``, ``[2].text``, as ``json_problem_at`` names places; a
+    key by its new name) with the first such character there (``U+0000``). Only what held
+    one is copied. For a runtime's log (``formats.source``): a tool's output of a binary
+    file holds a NUL as often as not, and one should not cost the log."""
+    places: list[tuple[str, str]] = []
+
+    def replaced(text: str, where: str, *, key: bool = False) -> str:
+        found = _UNSTORABLE.search(text)
+        if found is None:
+            return text
+        copy = _UNSTORABLE.sub(REPLACEMENT, text)
+        places.append((f"{where}.{copy}" if key else where, f"U+{ord(found.group()):04X}"))
+        return copy
+
+    def fixed(item: object, where: str, depth: int) -> object:
+        if isinstance(item, str):
+            return replaced(item, where)
+        if depth >= MAX_DEPTH:  # refused as it is, by json_problem
+            return item
+        if isinstance(item, list):
+            items = [fixed(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item)]
+            return item if all(a is b for a, b in zip(items, item, strict=True)) else items
+        if isinstance(item, dict):
+            pairs = []
+            for key, nested in item.items():
+                new_key = replaced(key, where, key=True) if isinstance(key, str) else key
+                pairs.append((new_key, fixed(nested, f"{where}.{new_key}", depth + 1)))
+            changed = any(
+                a is not b or c is not d for (a, c), (b, d) in zip(pairs, item.items(), strict=True)
+            )
+            copied = dict(pairs)
+            # Two keys that differ only there would become one: left for json_problem.
+            return copied if changed and len(copied) == len(pairs) else item
+        return item
+
+    return fixed(value, "", 0), places
+
+
 def _content(value: object) -> object:
     """The kinds of content there are; what they hold is checked with the message
     (``FlatMessage.to_stored``), so that a problem is named at its exact place."""

@@ -531,7 +531,6 @@ def test_junk_and_a_cut_off_last_line_are_skipped_and_named() -> None:
         ),
         (4, lambda e: e["args"].update(content=None), "args.content: must be a string"),
         (8, lambda e: e.update(content=["x"]), "content: must be a string"),
-        (4, lambda e: e["args"].update(content="nul \x00"), "args.content: holds the character"),
     ],
 )
 def test_what_is_wrong_inside_an_event_is_refused_at_its_line_and_path(

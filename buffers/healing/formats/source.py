@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from buffers.healing import jsontext
 from buffers.healing.errors import Problem
-from buffers.healing.messages import Message, describe, json_problem
+from buffers.healing.messages import Message, describe, json_problem, storable_copy
 
 from .common import Converted
 
@@ -61,6 +61,20 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Altered:
+    """A log's line read with characters no database stores replaced (where, and why): its
+    entry holds the copy, ``original`` the value as written, which a strict reader of one
+    document per line refuses."""
+
+    where: str
+    why: str
+    original: object
+
+    def problem(self) -> Problem:
+        return Problem(self.where, self.why)
+
+
+@dataclass(frozen=True)
 class Source:
     """One transcript: a JSON ``document``, or a JSONL file's parsed ``lines`` and the
     ones that are not JSON (``unreadable``)."""
@@ -68,6 +82,12 @@ class Source:
     document: object = None
     lines: tuple[Entry, ...] | None = None
     unreadable: tuple[Skipped, ...] = ()
+    altered: tuple[Altered, ...] = ()
+    """Lines (or places of the document) read with characters no database stores replaced
+    (``storable_copy``)."""
+    may_hold_unstorable: bool = True
+    """False when the text was seen to spell neither U+0000 nor a lone surrogate, so that
+    ``storable_document`` need not walk the document to find one."""
 
     @property
     def is_lines(self) -> bool:
@@ -139,6 +159,7 @@ def parse_lines(text: str) -> Source:
     split at U+2028, U+0085 and the like, which JSON strings may hold unescaped."""
     lines: list[Entry] = []
     unreadable: list[Skipped] = []
+    altered: list[Altered] = []
     long_numbers = jsontext.has_long_number(text)
     escaped_colons = jsontext.has_escaped_colon(text)
     for number, line in enumerate(_lines(text), start=1):
@@ -149,6 +170,11 @@ def parse_lines(text: str) -> Source:
             value, storable = jsontext.loads(
                 line, long_numbers=long_numbers, escaped_colons=escaped_colons
             )
+            if not storable and may_hold_unstorable(line):
+                written = value
+                value, storable, why = _made_storable(value)
+                if why:
+                    altered.append(Altered(where, why, original=written))
             lines.append(Entry(where, value, storable))
         except jsontext.DuplicateKey as error:
             unreadable.append(Skipped(where, error.msg, error.colno))
@@ -158,7 +184,51 @@ def parse_lines(text: str) -> Source:
             unreadable.append(Skipped(where, "nests arrays or objects too deeply to read"))
         except ValueError as error:  # e.g. an integer of more than 4,300 digits
             unreadable.append(Skipped(where, f"cannot be read: {error}"))
-    return Source(lines=tuple(lines), unreadable=tuple(unreadable))
+    return Source(lines=tuple(lines), unreadable=tuple(unreadable), altered=tuple(altered))
+
+
+# How U+0000 and lone surrogates come in JSON text: escaped (raw, neither is JSON text).
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def may_hold_unstorable(text: str) -> bool:
+    """Whether JSON ``text`` may spell U+0000 or a lone surrogate (an escape of one)."""
+    return _UNSTORABLE_ESCAPE.search(text) is not None
+
+
+def _made_storable(value: object) -> tuple[object, bool, str]:
+    """A line's value that may hold U+0000 or a lone surrogate: as it is when it holds
+    neither; else with them replaced by U+FFFD, when that makes it storable, and why it was
+    changed (where, for the import's report); else as it is, for its reader to refuse."""
+    if json_problem(value) is None:
+        return value, True, ""
+    copy, places = storable_copy(value)
+    if not places or json_problem(copy) is not None:
+        return value, False, ""
+    shown = ", ".join(place.lstrip(".") or "the line" for place, _ in places[:3])
+    more = f" and {len(places) - 3} more" if len(places) > 3 else ""
+    found = " and ".join(sorted({found for _, found in places}))
+    return copy, True, f"{shown}{more}: {_replaced(found)} (the rest was read as written)"
+
+
+def _replaced(found: str) -> str:
+    return f"held {found}, which no database stores: replaced by U+FFFD"
+
+
+def storable_document(source: Source) -> Source:
+    """A runtime's log sent as one document (a Gemini CLI chat, a trajectory), with what no
+    database stores replaced, as ``parse_lines`` replaces it in a log's line, each place
+    named; ``source`` itself when there is none, or when replacing would not do."""
+    document = source.document
+    if document is None or not source.may_hold_unstorable or json_problem(document) is None:
+        return source
+    copy, places = storable_copy(document)
+    if not places or json_problem(copy) is not None:
+        return source
+    altered = tuple(
+        Altered(place.lstrip(".") or "file", _replaced(found), document) for place, found in places
+    )
+    return replace(source, document=copy, altered=altered)
 
 
 def _lines(text: str) -> Iterator[str]:

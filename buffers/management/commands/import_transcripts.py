@@ -128,6 +128,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"  skipped {problem}")
             if len(reading.skipped) > SHOWN_SKIPS:
                 self.stdout.write(f"  and {len(reading.skipped) - SHOWN_SKIPS:,} more skipped")
+            for problem in reading.changed[:SHOWN_SKIPS]:
+                self.stdout.write(f"  changed {problem}")
+            if len(reading.changed) > SHOWN_SKIPS:
+                self.stdout.write(f"  and {len(reading.changed) - SHOWN_SKIPS:,} more changed")
         if failed:
             raise CommandError(f"{failed} of {len(files)} files had errors and were not imported")
 
