@@ -916,8 +916,12 @@ def test_a_rollback_codex_cannot_read_is_skipped_and_undoes_nothing(turns: objec
     assert written_back(text) == text
 
 
+TOO_DEEP = "[" * 70 + "]" * 70
+"""A value no database stores (a U+0000 is replaced, not refused: test_storable_copy.py)."""
+
+
 def test_a_rollback_that_cannot_be_stored_is_left_out_and_undoes_nothing() -> None:
-    undo = rolled_back(1).replace('"2026-02-23T14:05:11.402Z"', '"\\u0000"')
+    undo = rolled_back(1).replace('"2026-02-23T14:05:11.402Z"', TOO_DEEP)
     text = rollout(say("Done.", "assistant"), undo)
 
     read_as = read(parse_lines(text))
@@ -925,20 +929,20 @@ def test_a_rollback_that_cannot_be_stored_is_left_out_and_undoes_nothing() -> No
 
     assert texts(messages_of(text)) == ["Fix it.", "Done."]
     assert [(s.where, s.why) for s in read_as.skipped] == [
-        ("line 4", "a line that holds the character U+0000, which cannot be stored (left out)")
+        ("line 4", "a line that nests arrays or objects more than 64 levels deep (left out)")
     ]
     written = write_native(healing.parse_messages(converted.messages), converted.metadata)
     assert texts(messages_of(written)) == ["Fix it.", "Done."]
 
 
 def test_a_rolled_back_line_that_cannot_be_stored_is_refused_as_any_item() -> None:
-    text = rollout(say("a\u0000"), rolled_back(1))
+    text = rollout(say("a").replace('"2026-02-23T14:05:11.402Z"', TOO_DEEP), rolled_back(1))
 
     with pytest.raises(InvalidInput) as caught:
         read(parse_lines(text))
 
     assert [str(problem) for problem in caught.value.problems] == [
-        "line 3: payload.content[0].text: holds the character U+0000, which cannot be stored"
+        "line 3: nests arrays or objects more than 64 levels deep"
     ]
 
 
