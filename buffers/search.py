@@ -212,10 +212,13 @@ MATCH_CAP = 10_000
 matches more is common, and is checked conversation by conversation instead."""
 DENSE_SAMPLE = 200
 SAMPLE_LONGEST = 1_000
-DENSE_SHARE = 10
-"""A query that matches at least one in ``DENSE_SHARE`` of the ``DENSE_SAMPLE`` most
-recently updated conversations (of ``SAMPLE_LONGEST`` messages or fewer) is common, and
-no ids are collected (see ``matching_conversations``)."""
+SAMPLE_ROWS = 5_000
+COMMON_SHARE = 0.1
+"""A query that matches at least this share of the sample is common, and no ids are
+collected (see ``matching_conversations``). The sample: of the ``DENSE_SAMPLE`` most
+recently updated conversations, those of ``SAMPLE_LONGEST`` messages or fewer, in that
+order, while they hold ``SAMPLE_ROWS`` messages in all (a conversation without the words
+is read to its end)."""
 
 
 @dataclass(frozen=True)
@@ -229,12 +232,12 @@ class Matching:
 
 
 def matching_conversations(
-    words: Sequence[str], *, cap: int | None = None, dense_share: int | None = None
+    words: Sequence[str], *, cap: int | None = None, common_share: float | None = None
 ) -> Matching:
     """Conversations whose title and source, or one of whose messages, hold every word.
 
-    One query first, whatever the numbers. It samples the ``DENSE_SAMPLE`` most recently
-    updated conversations, one by one: when one in ``DENSE_SHARE`` holds the words they
+    One query first, whatever the numbers. It samples the most recently updated
+    conversations, one by one (``COMMON_SHARE``): when one in ten holds the words they
     are common, and it goes no further. Else it reads the ids of up to ``MATCH_CAP``
     conversations with a matching message, and under the cap the list filters on those
     ids. A common word (by the sample, or past the cap) is not collected: that would read
@@ -245,13 +248,14 @@ def matching_conversations(
     and the cap lets a word held by a few percent of a long list be collected rather
     than walked (at 5%, the walk read 6,000 conversations for a page and its count).
 
-    ``cap`` and ``dense_share`` stand in for ``MATCH_CAP`` and ``DENSE_SHARE`` (tests take
-    each path with a few rows).
+    ``cap`` and ``common_share`` stand in for ``MATCH_CAP`` and ``COMMON_SHARE`` (tests
+    take each path with a few rows).
     """
     if not words:
         return Matching(Q(pk__in=[]))
     cap = MATCH_CAP if cap is None else cap
-    ids, common = _matching_ids(words, cap, DENSE_SHARE if dense_share is None else dense_share)
+    share = COMMON_SHARE if common_share is None else common_share
+    ids, common = _matching_ids(words, cap, share)
     if common or len(ids) > cap:
         return Matching(Q(_each_conversation_holds(words)), per_conversation=True)
     # PostgreSQL's ids include the conversations whose title and source match: ORed with
@@ -267,7 +271,7 @@ def matching_conversations(
     return Matching(Q(among) | titles)
 
 
-def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[list[int], bool]:
+def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[int], bool]:
     """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
     whose title and source match), and whether the sample found the word common (then no
     ids are read)."""
@@ -277,23 +281,15 @@ def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[lis
             # The sample is an InitPlan, run once; when it finds the word common the
             # one-time filter skips the index scan. OFFSET 0 keeps the ids read through
             # the GIN index (never the btree walked in order, all of it for a rare word).
-            # A long conversation is left out of the sample: checking one without the
-            # word would read each of its rows.
             cursor.execute(
-                "WITH sample AS MATERIALIZED (SELECT count(*) >= %s AS common FROM "
-                "(SELECT c.id, c.message_count FROM buffers_conversation c "
-                "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) c "
-                f"WHERE c.message_count <= %s AND {_pg_conversation_holds('c.id')}) "
-                "SELECT NULL FROM sample WHERE common UNION ALL ("
+                _sample_sql(_pg_conversation_holds("c.id"))
+                + "SELECT NULL FROM sample WHERE common UNION ALL ("
                 "SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
                 "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
                 "UNION ALL (SELECT c.id FROM buffers_conversation c "
                 f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery OFFSET 0)) m "
                 "WHERE NOT (SELECT common FROM sample) LIMIT %s)",
-                [
-                    *(DENSE_SAMPLE // dense_share, DENSE_SAMPLE, SAMPLE_LONGEST, query),
-                    *(query, query, max(cap + 1, 0)),
-                ],
+                [*_sample_parameters([query], share), query, query, max(cap + 1, 0)],
             )
         else:
             # FTS5 gives a word's rows as it finds them, so DISTINCT ... LIMIT stops early,
@@ -301,26 +297,43 @@ def _matching_ids(words: Sequence[str], cap: int, dense_share: int) -> tuple[lis
             # over a million messages): the sample keeps such words from asking.
             holds, needles = _sqlite_words_held(words)
             cursor.execute(
-                "WITH sample AS MATERIALIZED (SELECT count(*) >= %s AS common FROM "
-                "(SELECT c.id, c.message_count FROM buffers_conversation c "
-                "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) c "
-                "WHERE c.message_count <= %s AND EXISTS (SELECT 1 FROM buffers_message m "
-                "JOIN buffers_messagesearch s ON s.rowid = m.id "
-                f"WHERE m.conversation_id = c.id AND {holds})) "
-                "SELECT NULL FROM sample WHERE common UNION ALL SELECT p.conversation_id "
+                _sample_sql(
+                    "EXISTS (SELECT 1 FROM buffers_message m JOIN buffers_messagesearch s "
+                    f"ON s.rowid = m.id WHERE m.conversation_id = c.id AND {holds})"
+                )
+                + "SELECT NULL FROM sample WHERE common UNION ALL SELECT p.conversation_id "
                 "FROM sample CROSS JOIN (SELECT DISTINCT conversation_id "
                 "FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s LIMIT %s) p "
                 "WHERE NOT sample.common",
                 [
-                    *(DENSE_SAMPLE // dense_share, DENSE_SAMPLE, SAMPLE_LONGEST),
-                    *needles,
-                    *(f"body : ({_fts_body(words)})", max(cap + 1, 0)),
+                    *_sample_parameters(needles, share),
+                    f"body : ({_fts_body(words)})",
+                    max(cap + 1, 0),
                 ],
             )
         rows = [pk for (pk,) in cursor.fetchall()]
     if None in rows:
         return [], True
     return [int(pk) for pk in rows], False
+
+
+def _sample_sql(holds: str) -> str:
+    """The ``sample`` of ``matching_conversations`` (``COMMON_SHARE``): whether the words
+    are common among the most recent conversations, ``holds`` saying that the sampled
+    conversation ``c`` holds them. Its parameters: ``_sample_parameters``."""
+    return (
+        "WITH recent AS MATERIALIZED (SELECT r.id, sum(r.message_count) OVER "
+        "(ORDER BY r.updated_at DESC, r.id DESC) AS reach FROM (SELECT c.id, "
+        "c.message_count, c.updated_at FROM buffers_conversation c "
+        "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) r WHERE r.message_count <= %s), "
+        "sample AS MATERIALIZED (SELECT count(*) > 0 AND "
+        f"sum(CASE WHEN {holds} THEN 1 ELSE 0 END) >= %s * count(*) AS common "
+        "FROM recent c WHERE c.reach <= %s) "
+    )
+
+
+def _sample_parameters(holds: Sequence[str], share: float) -> list[int | float | str]:
+    return [DENSE_SAMPLE, SAMPLE_LONGEST, *holds, share, SAMPLE_ROWS]
 
 
 def _titles_match(words: Sequence[str]) -> Q:

@@ -294,7 +294,10 @@ def _documents_per_line(source: formats.Source, format: str, title: str) -> Tran
     problems = [skipped.problem() for skipped in source.unreadable]
     conversations: list[ConversationIn] = []
     read_as: list[str] = []
-    # Read as written: a document's U+0000 is refused, as in a .json file.
+    skipped: list[Problem] = []
+    changed: list[Problem] = []
+    # Each line as written, as a .json file would hold it: a runtime's document has what no
+    # database stores replaced by its own reading (storable_document), any other is refused.
     written = {altered.where: altered.original for altered in source.altered}
     for entry in source.lines or ():
         number = entry.where.removeprefix("line ")
@@ -310,10 +313,14 @@ def _documents_per_line(source: formats.Source, format: str, title: str) -> Tran
         conversations.extend(
             replace(c, origin=f"{entry.where}: {c.origin}") for c in reading.conversations
         )
+        skipped.extend(p.within(f"{entry.where}: ") for p in reading.skipped)
+        changed.extend(p.within(f"{entry.where}: ") for p in reading.changed)
     problems.sort(key=lambda problem: _line_number(problem.path))
     if problems:
         raise InvalidInput(problems)
-    return TranscriptReading("", conversations, read_as, len(conversations))
+    return TranscriptReading(
+        "", conversations, read_as, len(conversations), skipped=skipped, changed=changed
+    )
 
 
 def _line_number(path: str) -> int:

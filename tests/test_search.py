@@ -35,15 +35,18 @@ def found(query: str) -> set[str]:
     (each conversation is checked as the list reaches it, past the cap or when the
     sample of recent conversations says so)."""
 
-    def titles(**tuning: int) -> set[str]:
-        matching = search.matching_conversations(search.terms(query), **tuning)
+    def titles(cap: int | None = None, common_share: float | None = None) -> set[str]:
+        matching = search.matching_conversations(
+            search.terms(query), cap=cap, common_share=common_share
+        )
         titles = Conversation.objects.filter(matching.condition).values_list("title", flat=True)
         return set(titles)
 
-    rare = titles()
-    assert titles(cap=-1) == rare, "as a common word"
+    rare = titles(common_share=2)  # never common by the sample
+    assert titles() == rare
+    assert titles(cap=-1, common_share=2) == rare, "as a word past the cap"
     # a share of none of the sample is common
-    assert titles(dense_share=search.DENSE_SAMPLE + 1) == rare, "as the sample finds common"
+    assert titles(common_share=0) == rare, "as the sample finds common"
     return rare
 
 
@@ -814,6 +817,7 @@ def test_the_list_search_is_the_same_page_whether_its_word_is_rare_or_common(
     for n in range(12):
         store([user("hay"), user(f"needle {n}" if n % 3 else "straw")], title=f"run {n}")
     store([user("hay")], title="needle in the title")
+    monkeypatch.setattr(search, "COMMON_SHARE", 2)  # never common by the sample
     rare = listed(client, "needle")
 
     monkeypatch.setattr(search, "MATCH_CAP", 2)
@@ -851,6 +855,7 @@ def test_the_list_shows_the_same_first_hits_whether_its_word_is_rare_or_common(
         found = re.findall(r'<p class="snippet">(.*?)</p>', html, re.DOTALL)
         return found, api, (by_rows(page), by_rows(listed))
 
+    monkeypatch.setattr(search, "COMMON_SHARE", 2)  # never common by the sample
     rare, rare_api, rare_by_rows = snippets()
     monkeypatch.setattr(search, "MATCH_CAP", 2)
     common, common_api, common_by_rows = snippets()
@@ -869,8 +874,9 @@ def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The sample is the most recently updated conversations, those short enough to read
-    (``SAMPLE_LONGEST``): a word one in ``DENSE_SHARE`` of them holds is checked
-    conversation by conversation, any other has its ids collected; the list is the same."""
+    (``SAMPLE_LONGEST``), while they hold ``SAMPLE_ROWS`` messages: a word one in ten of
+    them holds is checked conversation by conversation, any other has its ids collected;
+    the list is the same."""
     monkeypatch.setattr(search, "DENSE_SAMPLE", 10)
     store([user("hay"), user("a needle")], title="the needle")
     for n in range(9):
@@ -881,6 +887,9 @@ def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
 
     assert common(), "one of the ten most recent holds it"
     assert listed(client, "needle") == ["the needle"]
+    monkeypatch.setattr(search, "SAMPLE_ROWS", 9)
+    assert not common(), "the nine most recent hold the nine messages the sample reads"
+    monkeypatch.setattr(search, "SAMPLE_ROWS", 11)
     monkeypatch.setattr(search, "SAMPLE_LONGEST", 1)
     assert not common(), "its one conversation is too long for the sample"
     monkeypatch.setattr(search, "SAMPLE_LONGEST", 2)

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
 
-from buffers import selectors
+from buffers import selectors, transcripts
 from buffers.models import Conversation
 from tests.test_api import post
 
@@ -75,9 +75,12 @@ def test_a_runtime_document_is_read_the_same_with_each_place_named(client: Clien
     page = client.post("/import", {"transcripts": [upload], "format": "auto"}).text
 
     assert "<summary>Changed</summary>" in page
-    place = f"messages[{index}].toolCalls[0].result[0].functionResponse.response.output"
-    assert f"<code>session.json: {place}</code>: held U+0000" in page
-    assert "held U+D800, which no database stores: replaced by U+FFFD" in page
+    place = "toolCalls[0].result[0].functionResponse.response.output"
+    assert f"<code>session.json: messages[{index}]</code>: {place}: held U+0000" in page
+    assert (
+        "<code>session.json: messages[0]</code>: content: held U+D800, which no database "
+        "stores: replaced by U+FFFD"
+    ) in page
     conversation = Conversation.objects.get()
     assert any("\ufffd" in text for text in tool_texts(conversation))
 
@@ -108,3 +111,50 @@ def test_a_line_of_a_document_per_line_file_is_still_refused(client: Client) -> 
     assert answer.status_code == 422
     assert "holds the character U+0000, which cannot be stored" in answer.text
     assert Conversation.objects.count() == 0
+
+
+def test_a_file_of_runtime_documents_one_per_line_says_what_it_changed_in_each() -> None:
+    """Each line a SWE-agent trajectory (as a .json file holds one): read leniently as
+    that file would be, with what was changed named under its line."""
+    trajectory = json.loads((FIXTURES / "swe-agent" / "clean.traj").read_text())
+    changed = json.loads(json.dumps(trajectory))
+    changed["history"][2]["content"] = BINARY
+    text = json.dumps(trajectory) + "\n" + json.dumps(changed) + "\n"
+
+    reading = transcripts.read_transcript(text.encode(), name="runs.jsonl")
+
+    assert reading.read_as == ["swe-agent", "swe-agent"]
+    assert [str(p) for p in reading.changed] == [
+        "runs.jsonl: line 2: history[2]: content: held U+0000, which no database stores: "
+        "replaced by U+FFFD"
+    ]
+
+
+def test_many_strings_of_one_entry_are_said_once_with_how_many(client: Client) -> None:
+    chat = json.loads((FIXTURES / "gemini-cli" / "clean.json").read_text())
+    chat["messages"][0]["content"] = [{"text": f"part {n} \u0000"} for n in range(5)]
+    upload = SimpleUploadedFile("session.json", json.dumps(chat).encode())
+
+    page = client.post("/import", {"transcripts": [upload], "format": "auto"}).text
+
+    assert (
+        "<code>session.json: messages[0]</code>: content[0].text, content[1].text, "
+        "content[2].text and 2 more: held U+0000"
+    ) in page
+    assert "1 changed" in page
+
+
+def test_a_lone_surrogate_a_text_carries_as_it_is_is_replaced_too(client: Client) -> None:
+    """An API ``text`` whose JSON string spelled an escape holds the character itself."""
+    text, number = codex_with_a_binary_output()
+    text = text.replace("\\u0000", "\ud800")
+
+    answer = client.post(
+        "/api/imports",
+        json.dumps({"text": text, "name": "rollout.jsonl"}, ensure_ascii=True),
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["changed"][0]["where"] == f"line {number}"
+    assert "held U+D800" in answer.json()["changed"][0]["why"]

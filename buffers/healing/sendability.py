@@ -31,7 +31,9 @@ What is checked, and what is not:
   ``thinking`` or ``redacted_thinking`` ("messages.N: The final block in an assistant
   message cannot be `thinking`", tailcallhq/forgecode #2107, #3071), wherever it stands,
   the final turn included. So an assistant turn whose kept blocks are all thinking, with
-  no content and no call, is refused as an empty turn even when it is the last.
+  no content and no call, is refused as an empty turn even when it is the last. (One
+  whose text comes before a last thinking block is not checked: Claude Code writes
+  thinking first, so only a response cut off mid-way makes one.)
 - Not checked: alternation of user and assistant turns, and the shape of content parts.
 """
 

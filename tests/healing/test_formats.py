@@ -689,7 +689,7 @@ def test_a_list_of_responses_items_that_break_the_format_is_still_read_as_respon
     ]
 
 
-def test_images_nested_in_a_gemini_response_are_its_content_and_written_back_nested() -> None:
+def test_images_nested_in_a_gemini_response_are_written_back_nested_and_not_elsewhere() -> None:
     image = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
     document = {
         "contents": [
@@ -712,8 +712,10 @@ def test_images_nested_in_a_gemini_response_are_its_content_and_written_back_nes
 
     tool = one(document, "gemini").messages[1]
 
-    assert tool["content"] == [{"text": "Binary content provided (1 item(s))."}, image]
+    assert tool["content"] == "Binary content provided (1 item(s))."
     assert round_trip(document, "gemini") == document
+    anthropic = write(parse_messages([tool]), "anthropic")
+    assert anthropic["messages"][0]["content"][0]["content"] == tool["content"]
 
 
 # Pairing: after reading, every call is answered by its own result.

@@ -23,6 +23,7 @@ from buffers.healing.formats import (
     detect_source,
     gemini,
     parse_lines,
+    write,
 )
 from buffers.healing.formats import _family as family
 from buffers.healing.formats.gemini_cli import FORMAT, fits, read
@@ -778,14 +779,14 @@ PNG = (
 )
 
 
-def test_an_image_nested_in_a_result_is_tool_content_and_goes_back_nested_to_gemini() -> None:
+def test_an_image_nested_in_a_result_goes_back_nested_to_gemini_and_the_text_elsewhere() -> None:
+    """The image a gemini-3 model's tool gave is kept for the Gemini export, which nests it
+    again; the content is the text, which the other providers' exports carry (they have
+    no place for a tool's Gemini image)."""
     messages = messages_of("image_result.jsonl")
     tool = messages[2]
 
-    assert tool.content == [
-        {"type": "text", "text": "Binary content provided (1 item(s))."},
-        {"inlineData": {"mimeType": "image/png", "data": PNG}},
-    ]
+    assert tool.content == "Binary content provided (1 item(s))."
     assert "gemini_cli" not in tool.metadata
     [part] = gemini.write(messages, {})["contents"][2]["parts"]
     assert part == {
@@ -796,9 +797,13 @@ def test_an_image_nested_in_a_result_is_tool_content_and_goes_back_nested_to_gem
             "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG}}],
         }
     }
+    [result] = write(messages, "anthropic")["messages"][2]["content"]
+    assert result["content"] == "Binary content provided (1 item(s))."
+    chat = write(messages, "openai-chat")["messages"]
+    assert [m["content"] for m in chat if m["role"] == "tool"] == [tool.content]
 
 
-def test_an_image_nested_in_a_result_a_user_message_gives_is_tool_content_too() -> None:
+def test_an_image_nested_in_a_result_a_user_message_gives_goes_back_nested_too() -> None:
     response = {"output": "Binary content provided (1 item(s))."}
     nested = {
         "functionResponse": {
@@ -811,7 +816,7 @@ def test_an_image_nested_in_a_result_a_user_message_gives_is_tool_content_too() 
     turn = gemini_message([{"functionCall": {"id": "c1", "name": "read_file", "args": {}}}])
     rows = read(log(HEADER, turn, user_message([nested]))).conversations[0].messages
 
-    assert rows[1]["content"] == [{"type": "text", "text": response["output"]}, IMAGE]
+    assert rows[1]["content"] == response["output"]
     written = gemini.write(healing.parse_messages(rows), {})
     assert written["contents"][1]["parts"] == [nested]
 
@@ -828,8 +833,8 @@ def test_a_last_gemini_message_with_no_text_and_no_calls_is_marked_and_said() ->
     assert "tool_calls" not in last["metadata"]
     [said] = found.skipped
     assert said.where == "line 6"
-    assert "the run stopped while its tool calls ran" in said.why
-    assert "not recorded" in said.why
+    assert "the run most likely stopped while its tool calls ran" in said.why
+    assert "calls_not_recorded" in said.why
 
 
 def test_a_single_object_chat_ending_on_such_a_message_is_marked_and_said_too() -> None:

@@ -18,8 +18,9 @@ id made up here is marked ``synthesized_id`` and left out again on writing.
 ``response: {"output": x}`` reads as content x, ``{"error": x}`` as content x with
 ``metadata.is_error``; any other response object is the content itself
 (``whole_response``). Media a response nests in its ``parts`` (images a tool gave, as
-Gemini 3 takes them) follow its text in the content, a list of parts marked
-``nested_parts``, and are written back nested.
+Gemini 3 takes them) are kept with the rest of the part (``gemini.part``) and written back
+nested: content is what every provider's export can carry, and the others' have no place
+for a tool's image.
 """
 
 from __future__ import annotations
@@ -63,8 +64,6 @@ WITHOUT_ROLE = "without_role"
 """Marks the first row of a content read without a role, to write it back without one."""
 SNAKE_CASE = {"function_call": "functionCall", "function_response": "functionResponse"}
 MEDIA = ("inlineData", "fileData")
-NESTED_PARTS = "nested_parts"
-"""Marks a tool row whose content ends with its response's nested ``parts``."""
 
 
 @dataclass
@@ -272,17 +271,12 @@ def read_response(
     else:
         call_id = pairing.calls[answered] if answered < len(pairing.calls) else unpaired_id
         kept["synthesized_id"] = True
+    rest = {**part, "functionResponse": without(response, "id", "name", "response")}
+    if rest != {"functionResponse": {}}:
+        kept["part"] = rest
     if response["name"] != pairing.names.get(usable_id(call_id), ""):
         kept["name"] = response["name"]
     content, is_error, whole = _output(response["response"])
-    nested = nested_parts(response) if isinstance(content, str) else None
-    if nested is not None:
-        content = [*([{"text": content}] if content else []), *nested]
-        kept[NESTED_PARTS] = True
-    read_here = ("id", "name", "response", *(["parts"] if nested is not None else []))
-    rest = {**part, "functionResponse": without(response, *read_here)}
-    if rest != {"functionResponse": {}}:
-        kept["part"] = rest
     if whole:
         kept["whole_response"] = True
     metadata: dict[str, Any] = {"tool_call_id": call_id}
@@ -294,8 +288,8 @@ def read_response(
 
 
 def nested_parts(response: dict[str, Any]) -> list[Any] | None:
-    """The media a ``functionResponse`` nests in its ``parts``, which a tool row's content
-    holds after the response's text; None when it has none, or parts of another kind."""
+    """The media a ``functionResponse`` nests in its ``parts`` (kept under ``gemini.part``,
+    written back nested); None when it has none, or parts of another kind."""
     parts = response.get("parts")
     if not isinstance(parts, list) or not parts:
         return None
@@ -394,16 +388,9 @@ def response_part(message: Message, names: Mapping[str | None, str]) -> dict[str
     if not kept.get("synthesized_id") and call_id is not None:
         response["id"] = call_id
     response["name"] = kept["name"] if "name" in kept else names.get(usable_id(call_id), "")
-    content = message.content
-    if kept.get("whole_response") and isinstance(content, dict):
-        response["response"] = content
-        return {**rest, "functionResponse": response}
-    nested: list[Any] = []
-    if kept.get(NESTED_PARTS) is True and isinstance(content, list):
-        nested = [part for part in content if text_of(part) is None]
-        content = "".join(text for part in content if (text := text_of(part)) is not None)
-    key = "error" if message.metadata.get("is_error") is True else "output"
-    response["response"] = {key: "" if content is None else content}
-    if nested:
-        response["parts"] = nested
+    if kept.get("whole_response") and isinstance(message.content, dict):
+        response["response"] = message.content
+    else:
+        key = "error" if message.metadata.get("is_error") is True else "output"
+        response["response"] = {key: "" if message.content is None else message.content}
     return {**rest, "functionResponse": response}

@@ -41,9 +41,10 @@ Messages (``type``):
   call's (one without an id answers when it is the only one, or the only one of the
   call's name). ``{"output"}`` is the content, ``{"error"}``
   the content with ``is_error`` (both: output, then error), any other response its JSON
-  text; media parts nested in the ``functionResponse`` (images for gemini-3 models,
-  marked ``gemini.nested_parts`` so that the Gemini export nests them again) or beside
-  it follow that text in the content, a list of parts; a result the row does not give
+  text; media parts beside the ``functionResponse`` follow that text in the content, a
+  list of parts, and those nested in it (images for gemini-3 models) are kept under
+  ``gemini.part``, so that the Gemini export nests them again and the other providers'
+  exports, which have no place for them, carry the text; a result the row does not give
   back as written stays under the tool row's ``gemini_cli.result``. A cancelled call,
   answered ``[Operation Cancelled]``, is answered, as an error. A call with no
   ``result``, ``result: null`` or ``[]``, no ``functionResponse`` for it, or a status
@@ -104,7 +105,7 @@ from buffers.healing.ids import usable_id
 from buffers.healing.messages import describe, json_problem, json_problem_at
 
 from .common import Converted, Problems, Row, has_id, has_text, json_text, row, storable
-from .gemini import NESTED_PARTS, nested_parts
+from .gemini import nested_parts
 from .gemini import read as read_contents
 from .source import Entry, Format, Reading, Skipped, Source
 
@@ -135,8 +136,9 @@ PROMPT_LOG = (
 CALLS_NOT_RECORDED = (
     "is the chat's last message, from gemini, with no text and no tool calls: the CLI "
     "writes one when the model asks for tools, and adds the calls only once all of them "
-    "have finished, so the run stopped while its tool calls ran. They were not recorded: "
-    "nothing shows them unanswered or heals them"
+    "have finished, so the run most likely stopped while its tool calls ran (or the chat "
+    "was copied mid-reply). Such calls are not in the file: nothing can show them "
+    "unanswered or heal them (the message is read, marked calls_not_recorded)"
 )
 GEMINI_READ = frozenset({"type", "toolCalls", "content", "timestamp", "model"})
 """What a gemini message's row holds elsewhere than in its namespace (when a string)."""
@@ -631,8 +633,8 @@ class Reader:
         text, is_error = _answer(answer["response"])
         nested = nested_parts(answer)
         if nested is not None:
-            gemini[NESTED_PARTS] = True
-        content = _with_media(text, nested or [])
+            gemini["part"] = _nested(nested)
+        content = text
         kept: dict[str, Any] = {"message_id": record.value.get("id")}
         if not _is_plain(part, call_id, name):
             kept["part"] = part
@@ -818,7 +820,7 @@ class Reader:
             others = [part for part in parts if "functionResponse" not in part]
             beside = others if responses == 1 else []
             nested = nested_parts(answer)
-            content = _with_media(text, [*(nested or []), *_as_parts(beside)])
+            content = _with_media(text, _as_parts(beside))
             # A batch's results, as a snapshot writes them, hold the other calls' too.
             plain = (
                 isinstance(given, list)
@@ -829,7 +831,7 @@ class Reader:
         if is_error or status in FAILED:
             metadata["is_error"] = True
         if nested is not None:
-            metadata["gemini"] = {NESTED_PARTS: True}
+            metadata["gemini"] = {"part": _nested(nested)}
         if not plain:
             metadata["gemini_cli"] = {"result": given}
         _add_time(metadata, entry)
@@ -949,9 +951,15 @@ def _as_parts(parts: list[dict[str, Any]]) -> list[Any]:
     ]
 
 
+def _nested(media: list[Any]) -> dict[str, Any]:
+    """What the Gemini export adds to a tool row's ``functionResponse``: the media a
+    gemini-3 model's tool nested in it (``gemini.part``; the other providers' exports have
+    no place for them, so they stay out of the content)."""
+    return {"functionResponse": {"parts": media}}
+
+
 def _with_media(text: str, media: list[Any]) -> str | list[Any]:
-    """A result's text as content, and the media given with it after it (nested in its
-    ``functionResponse`` or beside it) as parts."""
+    """A result's text as content, and the media given beside it as parts."""
     if not media:
         return text
     return [*([{"type": "text", "text": text}] if text else []), *media]

@@ -172,8 +172,9 @@ def parse_lines(text: str) -> Source:
             )
             if not storable and may_hold_unstorable(line):
                 written = value
-                value, storable, why = _made_storable(value)
-                if why:
+                value, storable, places = _made_storable(value)
+                if places:
+                    why = f"{_changed(places)} (the rest was read as written)"
                     altered.append(Altered(where, why, original=written))
             lines.append(Entry(where, value, storable))
         except jsontext.DuplicateKey as error:
@@ -187,46 +188,61 @@ def parse_lines(text: str) -> Source:
     return Source(lines=tuple(lines), unreadable=tuple(unreadable), altered=tuple(altered))
 
 
-# How U+0000 and lone surrogates come in JSON text: escaped (raw, neither is JSON text).
-_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+# How U+0000 and lone surrogates come in JSON text: escaped, or a surrogate as it is (a
+# text that came inside another JSON value); a raw U+0000 is not JSON text.
+_UNSTORABLE_SPELLED = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|[\ud800-\udfff]")
 
 
 def may_hold_unstorable(text: str) -> bool:
-    """Whether JSON ``text`` may spell U+0000 or a lone surrogate (an escape of one)."""
-    return _UNSTORABLE_ESCAPE.search(text) is not None
+    """Whether JSON ``text`` may spell U+0000 or a lone surrogate."""
+    return _UNSTORABLE_SPELLED.search(text) is not None
 
 
-def _made_storable(value: object) -> tuple[object, bool, str]:
-    """A line's value that may hold U+0000 or a lone surrogate: as it is when it holds
-    neither; else with them replaced by U+FFFD, when that makes it storable, and why it was
-    changed (where, for the import's report); else as it is, for its reader to refuse."""
+def _made_storable(value: object) -> tuple[object, bool, list[tuple[str, str]]]:
+    """``value``, whether it is storable, and the places changed to make it so: as it is
+    when it holds nothing no database stores; else with its U+0000 and lone surrogates
+    replaced by U+FFFD (``storable_copy``), when that makes it storable; else as it is,
+    for its reader to refuse."""
     if json_problem(value) is None:
-        return value, True, ""
+        return value, True, []
     copy, places = storable_copy(value)
     if not places or json_problem(copy) is not None:
-        return value, False, ""
-    shown = ", ".join(place.lstrip(".") or "the line" for place, _ in places[:3])
-    more = f" and {len(places) - 3} more" if len(places) > 3 else ""
+        return value, False, []
+    return copy, True, places
+
+
+def _changed(places: Sequence[tuple[str, str]], within: str = "") -> str:
+    """Why a line (or an entry ``within`` a document) was changed: "payload.output: held
+    U+0000, which no database stores: replaced by U+FFFD"."""
+    paths = [place.removeprefix(within).lstrip(".") for place, _ in places]
+    shown = ", ".join(path for path in paths[:3] if path)
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
     found = " and ".join(sorted({found for _, found in places}))
-    return copy, True, f"{shown}{more}: {_replaced(found)} (the rest was read as written)"
+    held = f"held {found}, which no database stores: replaced by U+FFFD"
+    return f"{shown}{more}: {held}" if shown else held
 
 
-def _replaced(found: str) -> str:
-    return f"held {found}, which no database stores: replaced by U+FFFD"
+_ENTRY = re.compile(r"^(\.[^.\[]+)?(\[\d+\])?")
 
 
 def storable_document(source: Source) -> Source:
     """A runtime's log sent as one document (a Gemini CLI chat, a trajectory), with what no
-    database stores replaced, as ``parse_lines`` replaces it in a log's line, each place
-    named; ``source`` itself when there is none, or when replacing would not do."""
+    database stores replaced, as ``parse_lines`` replaces it in a log's line, named by the
+    document's entry each place is in (``messages[3]``); ``source`` itself when there is
+    none, or when replacing would not do."""
     document = source.document
-    if document is None or not source.may_hold_unstorable or json_problem(document) is None:
+    if document is None or not source.may_hold_unstorable:
         return source
-    copy, places = storable_copy(document)
-    if not places or json_problem(copy) is not None:
+    copy, _, places = _made_storable(document)
+    if not places:
         return source
+    by_entry: dict[str, list[tuple[str, str]]] = {}
+    for place, found in places:
+        entry = _ENTRY.match(place)
+        by_entry.setdefault(entry.group() if entry else "", []).append((place, found))
     altered = tuple(
-        Altered(place.lstrip(".") or "file", _replaced(found), document) for place, found in places
+        Altered(entry.lstrip(".") or "file", _changed(held, within=entry), document)
+        for entry, held in by_entry.items()
     )
     return replace(source, document=copy, altered=altered)
 
