@@ -23,6 +23,21 @@ IDS = ["c1", "c2", "c3", "c4", "c5", "c6"]
 UNUSABLE = ["0", "", "  "]
 
 
+KEPT = [
+    {"anthropic": {"layout": [{"type": "thinking", "thinking": "Hm.", "signature": "c2ln"}]}},
+    {
+        "anthropic": {
+            "layout": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+            ]
+        }
+    },
+    {"gemini": {"layout": [{"text": "Hm.", "thought": True}]}},
+]
+"""Assistant turns of no content and no call that keep blocks for one provider."""
+
+
 def call(call_id: str | int, spelling: str) -> dict[str, Any]:
     return {spelling: call_id, "name": "search"}
 
@@ -30,13 +45,16 @@ def call(call_id: str | int, spelling: str) -> dict[str, Any]:
 @st.composite
 def messages(draw: st.DrawFn, *, usable_only: bool) -> dict[str, Any]:
     ids = st.sampled_from(IDS) if usable_only else st.sampled_from(IDS + UNUSABLE)
-    kind = draw(st.sampled_from(["user", "system", "prose", "turn", "result", "placeholder"]))
+    kinds = ["user", "system", "prose", "kept", "turn", "result", "placeholder"]
+    kind = draw(st.sampled_from(kinds))
     flat = draw(st.booleans())
     tool_keys: dict[str, Any]
     if kind in ("user", "system"):
         return {"role": kind, "content": draw(st.sampled_from(["hi", "go on", ""]))}
     if kind == "prose":
         return {"role": "assistant", "content": "thinking"}
+    if kind == "kept":  # blocks only one provider's export writes (sendability)
+        return {"role": "assistant", "content": None, "metadata": draw(st.sampled_from(KEPT))}
     if kind == "turn":
         calls = draw(
             st.lists(
