@@ -213,12 +213,14 @@ matches more is common, and is checked conversation by conversation instead."""
 DENSE_SAMPLE = 200
 SAMPLE_LONGEST = 1_000
 SAMPLE_ROWS = 5_000
+SAMPLE_FEWEST = 10
 COMMON_SHARE = 0.1
 """A query that matches at least this share of the sample is common, and no ids are
 collected (see ``matching_conversations``). The sample: of the ``DENSE_SAMPLE`` most
 recently updated conversations, those of ``SAMPLE_LONGEST`` messages or fewer, in that
 order, while they hold ``SAMPLE_ROWS`` messages in all (a conversation without the words
-is read to its end)."""
+is read to its end); a sample of fewer than ``SAMPLE_FEWEST`` conversations says nothing
+common (one hit among five long ones is no share to walk a long list by)."""
 
 
 @dataclass(frozen=True)
@@ -326,14 +328,14 @@ def _sample_sql(holds: str) -> str:
         "(ORDER BY r.updated_at DESC, r.id DESC) AS reach FROM (SELECT c.id, "
         "c.message_count, c.updated_at FROM buffers_conversation c "
         "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) r WHERE r.message_count <= %s), "
-        "sample AS MATERIALIZED (SELECT count(*) > 0 AND "
+        "sample AS MATERIALIZED (SELECT count(*) >= %s AND "
         f"sum(CASE WHEN {holds} THEN 1 ELSE 0 END) >= %s * count(*) AS common "
         "FROM recent c WHERE c.reach <= %s) "
     )
 
 
 def _sample_parameters(holds: Sequence[str], share: float) -> list[int | float | str]:
-    return [DENSE_SAMPLE, SAMPLE_LONGEST, *holds, share, SAMPLE_ROWS]
+    return [DENSE_SAMPLE, SAMPLE_LONGEST, SAMPLE_FEWEST, *holds, share, SAMPLE_ROWS]
 
 
 def _titles_match(words: Sequence[str]) -> Q:

@@ -898,6 +898,26 @@ def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
     assert listed(client, "needle") == ["the needle"]
 
 
+def test_a_sample_of_fewer_than_ten_conversations_finds_nothing_common(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five long conversations make the whole sample when each is long: one of them holding
+    a word is no share to walk the list by; and an empty sample finds the word all the
+    same (its ids)."""
+    for n in range(9):
+        store([user("a needle"), user("hay")], title=f"run {n}")
+
+    def common() -> bool:
+        return search.matching_conversations(search.terms("needle")).per_conversation
+
+    assert not common(), "all nine hold it, but nine are too few"
+    store([user("a needle")], title="run 9")
+    assert common(), "ten hold it"
+    monkeypatch.setattr(search, "SAMPLE_LONGEST", 0)
+    assert not common(), "none is short enough to sample"
+    assert len(listed(client, "needle")) == 10
+
+
 def test_the_api_list_counts_a_few_pages_on_and_says_when_there_are_more(
     client: Client,
 ) -> None:

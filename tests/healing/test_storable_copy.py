@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from buffers.healing import json_problem
-from buffers.healing.formats.source import parse_lines
+from buffers.healing.formats.source import may_hold_unstorable, parse_lines
 from buffers.healing.messages import MAX_DEPTH, storable_copy
 
 
@@ -74,3 +74,11 @@ def test_a_log_line_is_read_with_them_replaced_and_the_line_named() -> None:
         "as written)",
     )
     assert altered.original == {"type": "out", "text": "a\x00b"}
+
+
+def test_a_text_may_hold_one_when_it_spells_an_escape_or_carries_a_surrogate() -> None:
+    assert may_hold_unstorable('{"a": "\\u0000"}')
+    assert may_hold_unstorable('{"a": "\\uD83D"}')
+    assert may_hold_unstorable('{"a": "\ud800"}'), "a surrogate as it is"
+    assert not may_hold_unstorable('{"a": "plain"}')
+    assert not may_hold_unstorable('{"a": "café 🎉"}'), "not ASCII, but no surrogate"

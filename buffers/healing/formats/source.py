@@ -188,14 +188,24 @@ def parse_lines(text: str) -> Source:
     return Source(lines=tuple(lines), unreadable=tuple(unreadable), altered=tuple(altered))
 
 
-# How U+0000 and lone surrogates come in JSON text: escaped, or a surrogate as it is (a
-# text that came inside another JSON value); a raw U+0000 is not JSON text.
-_UNSTORABLE_SPELLED = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|[\ud800-\udfff]")
+# How U+0000 and lone surrogates come in JSON text: escaped; or a surrogate as it is (a
+# text that came inside another JSON value). A raw U+0000 is not JSON text.
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def may_hold_unstorable(text: str) -> bool:
-    """Whether JSON ``text`` may spell U+0000 or a lone surrogate."""
-    return _UNSTORABLE_SPELLED.search(text) is not None
+    """Whether JSON ``text`` may spell U+0000 or a lone surrogate. Fast: a search for an
+    escape, and for a surrogate as it is only in a text that is not ASCII (UTF-8 cannot
+    encode one)."""
+    if _UNSTORABLE_ESCAPE.search(text) is not None:
+        return True
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _made_storable(value: object) -> tuple[object, bool, list[tuple[str, str]]]:
@@ -214,8 +224,8 @@ def _made_storable(value: object) -> tuple[object, bool, list[tuple[str, str]]]:
 def _changed(places: Sequence[tuple[str, str]], within: str = "") -> str:
     """Why a line (or an entry ``within`` a document) was changed: "payload.output: held
     U+0000, which no database stores: replaced by U+FFFD"."""
-    paths = [place.removeprefix(within).lstrip(".") for place, _ in places]
-    shown = ", ".join(path for path in paths[:3] if path)
+    paths = [path for place, _ in places if (path := place.removeprefix(within).lstrip("."))]
+    shown = ", ".join(paths[:3])
     more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
     found = " and ".join(sorted({found for _, found in places}))
     held = f"held {found}, which no database stores: replaced by U+FFFD"
