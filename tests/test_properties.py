@@ -23,7 +23,7 @@ IDS = ["c1", "c2", "c3", "c4", "c5", "c6"]
 UNUSABLE = ["0", "", "  "]
 
 
-KEPT = [
+KEPT: list[dict[str, Any]] = [
     {"anthropic": {"layout": [{"type": "thinking", "thinking": "Hm.", "signature": "c2ln"}]}},
     {
         "anthropic": {
@@ -36,6 +36,8 @@ KEPT = [
     {"gemini": {"layout": [{"text": "Hm.", "thought": True}]}},
 ]
 """Assistant turns of no content and no call that keep blocks for one provider."""
+KEPT_TURNS = [{"role": "assistant", "content": None, "metadata": kept} for kept in KEPT]
+HI = {"role": "user", "content": "go on"}
 
 
 def call(call_id: str | int, spelling: str) -> dict[str, Any]:
@@ -177,6 +179,11 @@ def test_a_batch_does_what_its_messages_do_one_append_at_a_time(
 @pytest.mark.parametrize("engine", [StoredBuffer, ApiBuffer], ids=["service", "api"])
 @hypothesis_settings(max_examples=45, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(buffer=buffers, batches=st.lists(batches, min_size=1, max_size=3))
+# Each turn of kept blocks last in a full block, then appended to: the stored verdicts an
+# append keeps must be what a whole-buffer check says of it.
+@example(buffer=[{"role": "user", "content": "hi"}] * 2 + [KEPT_TURNS[0]], batches=[[HI]])
+@example(buffer=[{"role": "user", "content": "hi"}] * 2 + [KEPT_TURNS[1]], batches=[[HI]])
+@example(buffer=[{"role": "user", "content": "hi"}] * 2 + [KEPT_TURNS[2]], batches=[[HI]])
 def test_random_batches_give_the_planners_buffer_and_report_through_service_and_api(
     engine: type[StoredBuffer | ApiBuffer], buffer: list[Any], batches: list[list[Any]]
 ) -> None:
