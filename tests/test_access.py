@@ -6,6 +6,7 @@ suite until someone says who may use it (and then the matrix checks that it asks
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
@@ -358,6 +359,35 @@ def test_a_revoked_token_or_a_wrong_one_is_refused(people: dict[str, Any]) -> No
     row.revoked_at = row.created_at
     row.save()
     assert good.get("/api/conversations").status_code == 401
+
+
+def test_a_token_of_an_inactive_user_is_refused(people: dict[str, Any]) -> None:
+    _, secret = ApiToken.issue(people["owner"], "laptop")
+    User.objects.filter(pk=people["owner"].pk).update(is_active=False)
+
+    answer = Client(headers={"Authorization": f"Bearer {secret}"}).get("/api/conversations")
+    assert answer.status_code == 401
+
+
+def test_a_token_stands_for_its_user_and_is_marked_used_at_most_once_a_minute(
+    people: dict[str, Any],
+) -> None:
+    row, secret = ApiToken.issue(people["owner"], "laptop")
+    other, _ = ApiToken.issue(people["viewer"], "desk")
+
+    found = access.user_for_token(secret)
+    assert (found.pk, found.username) == (people["owner"].pk, people["owner"].username)
+    first = ApiToken.objects.get(pk=row.pk).last_used_at
+    assert first is not None
+    assert ApiToken.objects.get(pk=other.pk).last_used_at is None
+
+    access.user_for_token(secret)  # within the minute: not marked again
+    assert ApiToken.objects.get(pk=row.pk).last_used_at == first
+
+    an_hour_ago = first - timedelta(hours=1)
+    ApiToken.objects.filter(pk=row.pk).update(last_used_at=an_hour_ago)
+    access.user_for_token(secret)
+    assert ApiToken.objects.get(pk=row.pk).last_used_at > an_hour_ago
 
 
 def test_a_token_is_stored_only_as_its_digest(people: dict[str, Any]) -> None:
