@@ -31,6 +31,7 @@ that is not a letter or a digit only separates words, so no query can be malform
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -725,18 +726,19 @@ def _pattern(words: Sequence[str]) -> re.Pattern[str] | None:
 # Writing the index: the service calls these in the transaction of each write.
 
 
-def index_messages(rows: Iterable[tuple[int, int, str]]) -> None:
+def index_messages(
+    rows: Iterable[tuple[int, int, str]], *, blocks: Mapping[int, int] | None = None
+) -> None:
     """Add (message id, conversation id, text) rows to the index; a text without words
-    gets no row."""
-    batch: list[tuple[int, int, str]] = []
-    for pk, conversation_id, text in rows:
-        if text and (words := words_of(text)):
-            batch.append((pk, conversation_id, words))
-            if len(batch) >= _INSERT_CHUNK:
-                _insert(batch)
-                batch = []
-    if batch:
-        _insert(batch)
+    gets no row. An import, which knows each message's block (``blocks``, by message id),
+    gives all its rows at once: PostgreSQL takes them in one COPY as they are made, filing
+    each while the next one's words are found."""
+    indexed = ((pk, c, words) for pk, c, text in rows if text and (words := words_of(text)))
+    if blocks is not None and _vendor() == "postgresql":
+        _copy(indexed, blocks)
+        return
+    for batch in itertools.batched(indexed, _INSERT_CHUNK):
+        _insert(list(batch), blocks)
 
 
 def _insert(rows: list[tuple[int, int, str]], blocks: Mapping[int, int] | None = None) -> None:
@@ -762,13 +764,15 @@ def _insert(rows: list[tuple[int, int, str]], blocks: Mapping[int, int] | None =
         else:  # a tsvector's text is the words, space-separated: COPY reads it as it is
             if blocks is None:
                 blocks = _blocks_of(cursor, [pk for pk, _, _ in rows])
-            copy = (
-                "COPY buffers_messagesearch (message_id, conversation_id, block_id, document) "
-                "FROM STDIN"
-            )
-            with cursor.cursor.copy(copy) as target:
-                for pk, conversation_id, words in rows:
-                    target.write_row((pk, conversation_id, blocks[pk], words))
+            _copy(rows, blocks)
+
+
+def _copy(rows: Iterable[tuple[int, int, str]], blocks: Mapping[int, int]) -> None:
+    """PostgreSQL: index rows in one COPY, taken as they come."""
+    copy = "COPY buffers_messagesearch (message_id, conversation_id, block_id, document) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(copy) as target:
+        for pk, conversation_id, words in rows:
+            target.write_row((pk, conversation_id, blocks[pk], words))
 
 
 def _blocks_of(cursor: Any, message_ids: Sequence[int]) -> dict[int, int]:

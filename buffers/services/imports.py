@@ -3,7 +3,9 @@ then rows, blocks and the declared-call index written in bulk."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -204,12 +206,11 @@ def _write_verbatim(
         "id", "conversation_id", "block_id", "slot", "role", "content", "metadata",
         "answers_call_id", "is_placeholder",
     ]  # fmt: skip
-    for first, chunk in _chunks(messages, _INSERT_BATCH):
-        _insert_rows(
-            Message,
-            message_columns,
-            [
-                (
+
+    def message_rows() -> Iterator[tuple[Any, ...]]:
+        for first, chunk in _chunks(messages, _INSERT_BATCH):
+            for position, message in enumerate(chunk, start=first):
+                yield (
                     ids[position],
                     conversation.pk,
                     blocks[position // block_size].pk,
@@ -220,19 +221,24 @@ def _write_verbatim(
                     healing.result_call_id(message),
                     healing.is_placeholder(message),
                 )
-                for position, message in enumerate(chunk, start=first)
-            ],
-        )
-        search.index_messages(
-            (ids[position], conversation.pk, search.message_text(message))
-            for position, message in enumerate(chunk, start=first)
-        )
-        if progress:
-            progress(len(chunk))
+            if progress:
+                progress(len(chunk))
 
-    pk_at = ids
-    _index_calls(conversation, index, pk_at, len(messages))
-    store_tally(conversation, messages, index)
+    # Two cores at work: each COPY takes its rows as they are made, so PostgreSQL files one
+    # while the next is made; and the tally (pure Python) is counted in a thread meanwhile,
+    # which runs while the writes wait for the database (waits release the GIL).
+    with ThreadPoolExecutor(max_workers=1) as counting:
+        tally = counting.submit(healing.verdicts.tally, messages, index)
+        _insert_rows(Message, message_columns, message_rows())
+        search.index_messages(
+            (
+                (ids[position], conversation.pk, search.message_text(message))
+                for position, message in enumerate(messages)
+            ),
+            blocks={pk: blocks[position // block_size].pk for position, pk in enumerate(ids)},
+        )
+        _index_calls(conversation, index, ids, len(messages))
+        store_tally(conversation, tally.result())
     conversation.refresh_from_db()
 
 
@@ -291,7 +297,7 @@ def _new_ids(model: type[models.Model], count: int) -> list[int]:
 
 
 def _insert_rows(
-    model: type[models.Model], columns: list[str], rows: list[tuple[Any, ...]]
+    model: type[models.Model], columns: list[str], rows: Iterable[tuple[Any, ...]]
 ) -> None:
     """Plain INSERT of many rows (COPY on PostgreSQL): JSON columns take JSON text."""
     table, names = model._meta.db_table, ", ".join(columns)
@@ -302,7 +308,8 @@ def _insert_rows(
                     target.write_row(row)
         else:
             marks = ", ".join(["%s"] * len(columns))
-            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+            for batch in itertools.batched(rows, _INSERT_BATCH):
+                cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", batch)
 
 
 def _chunks[T](items: Sequence[T], size: int) -> Iterable[tuple[int, Sequence[T]]]:

@@ -182,7 +182,7 @@ def _reindex(conversation: Conversation) -> None:
     DeclaredCall.objects.filter(conversation=conversation).delete()
     index = healing.index_buffer(messages)
     _index_calls(conversation, index, [pk for pk, *_ in rows], len(rows))
-    store_tally(conversation, messages, index)
+    store_tally(conversation, healing.verdicts.tally(messages, index))
     Conversation.objects.filter(pk=conversation.pk).update(
         version=F("version") + 1, updated_at=timezone.now()
     )

@@ -38,14 +38,9 @@ def tally_fields(tally: Tally) -> dict[str, Any]:
     }
 
 
-def store_tally(
-    conversation: Conversation,
-    messages: Sequence[healing.Message],
-    index: healing.BufferIndex | None = None,
-) -> None:
-    """The tally of a whole buffer the caller holds (and its ``index_buffer``, if it has
-    it), stored."""
-    fields = tally_fields(healing.verdicts.tally(messages, index))
+def store_tally(conversation: Conversation, tally: Tally) -> None:
+    """The tally of a whole buffer (``healing.verdicts.tally``), stored."""
+    fields = tally_fields(tally)
     Conversation.objects.filter(pk=conversation.pk).update(**fields)
     for name, value in fields.items():
         setattr(conversation, name, value)
