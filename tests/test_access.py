@@ -376,6 +376,7 @@ def test_a_token_stands_for_its_user_and_is_marked_used_at_most_once_a_minute(
     other, _ = ApiToken.issue(people["viewer"], "desk")
 
     found = access.user_for_token(secret)
+    assert found is not None
     assert (found.pk, found.username) == (people["owner"].pk, people["owner"].username)
     first = ApiToken.objects.get(pk=row.pk).last_used_at
     assert first is not None
@@ -387,7 +388,9 @@ def test_a_token_stands_for_its_user_and_is_marked_used_at_most_once_a_minute(
     an_hour_ago = first - timedelta(hours=1)
     ApiToken.objects.filter(pk=row.pk).update(last_used_at=an_hour_ago)
     access.user_for_token(secret)
-    assert ApiToken.objects.get(pk=row.pk).last_used_at > an_hour_ago
+    marked = ApiToken.objects.get(pk=row.pk).last_used_at
+    assert marked is not None
+    assert marked > an_hour_ago
 
 
 def test_a_token_is_stored_only_as_its_digest(people: dict[str, Any]) -> None:
