@@ -213,12 +213,12 @@ def _first_of_kind(conversation: Conversation, kind: str, start: int, end: int) 
     stop = min(conversation.message_count, end + 1)
     rows = messages_page(conversation, offset=context, limit=stop - context)
     messages = [row.as_core() for row in rows]
-    if kind == "empty_turn":
+    if kind in healing.verdicts.REJECTION_PROBLEMS:
         indexes = [
             r.index + context
-            for provider in healing.verdicts.EMPTY_TURN_PROVIDERS
+            for provider in healing.verdicts.REJECTION_PROBLEMS[kind]
             for r in healing.sendability.check(messages, provider).rejections
-            if r.reason == "empty_turn"
+            if r.reason == kind
         ]
     else:
         window = messages[start - context : end - context]

@@ -19,6 +19,7 @@ from tests.integrity import assert_consistent
 
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
+foreign_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_of_foreign_parts")
 
 
 @pytest.mark.django_db
@@ -65,6 +66,25 @@ def test_0014_tallies_again_the_conversations_that_keep_blocks_for_a_provider() 
         assert_consistent(conversation)
     assert Conversation.objects.get(pk=searching.pk).rejections["anthropic"] == 0
     assert Conversation.objects.get(pk=thinking_only.pk).rejections["anthropic"] == 1
+    assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
+
+
+@pytest.mark.django_db
+def test_0015_tallies_again_the_conversations_whose_content_names_a_providers_part() -> None:
+    """Their verdicts changed with the rule (a part in one provider's shape is refused by
+    the others); one whose text names such a part is read for nothing; others are not read
+    (one left stale here shows it)."""
+    image = {"inlineData": {"mimeType": "image/png", "data": "AA=="}}
+    pictured = store([user("draw"), {"role": "user", "content": [{"text": "here"}, image]}])
+    mentioned = store([{"role": "user", "content": [{"text": "image"}]}, assistant(content="ok")])
+    plain = store([user("go"), assistant("c1")], title="plain")
+    Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
+
+    foreign_parts_again.tally_again(apps, None)
+
+    for conversation in (pictured, mentioned):
+        assert_consistent(conversation)
+    assert Conversation.objects.get(pk=pictured.pk).problem_counts == {"foreign_part": 1}
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 

@@ -37,6 +37,12 @@ KEPT: list[dict[str, Any]] = [
 ]
 """Assistant turns of no content and no call that keep blocks for one provider."""
 KEPT_TURNS = [{"role": "assistant", "content": None, "metadata": kept} for kept in KEPT]
+MEDIA: list[dict[str, Any]] = [  # parts only one provider takes (sendability)
+    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+    {"type": "input_image", "image_url": "data:image/png;base64,AA=="},
+    {"inlineData": {"mimeType": "image/png", "data": "AA=="}},
+]
 HI = {"role": "user", "content": "go on"}
 
 
@@ -47,7 +53,7 @@ def call(call_id: str | int, spelling: str) -> dict[str, Any]:
 @st.composite
 def messages(draw: st.DrawFn, *, usable_only: bool) -> dict[str, Any]:
     ids = st.sampled_from(IDS) if usable_only else st.sampled_from(IDS + UNUSABLE)
-    kinds = ["user", "system", "prose", "kept", "turn", "result", "placeholder"]
+    kinds = ["user", "system", "prose", "kept", "media", "turn", "result", "placeholder"]
     kind = draw(st.sampled_from(kinds))
     flat = draw(st.booleans())
     tool_keys: dict[str, Any]
@@ -57,6 +63,11 @@ def messages(draw: st.DrawFn, *, usable_only: bool) -> dict[str, Any]:
         return {"role": "assistant", "content": "thinking"}
     if kind == "kept":  # blocks only one provider's export writes (sendability)
         return {"role": "assistant", "content": None, "metadata": draw(st.sampled_from(KEPT))}
+    if kind == "media":
+        return {
+            "role": draw(st.sampled_from(["user", "assistant"])),
+            "content": [draw(st.sampled_from(MEDIA))],
+        }
     if kind == "turn":
         calls = draw(
             st.lists(
@@ -71,10 +82,8 @@ def messages(draw: st.DrawFn, *, usable_only: bool) -> dict[str, Any]:
         tool_keys = {"tool_call_id": draw(ids)}
         if kind == "placeholder":
             tool_keys["healed"] = True
-        role, content = (
-            "tool",
-            draw(st.sampled_from(["ok", "Tool call was interrupted; no result."])),
-        )
+        outputs: list[Any] = ["ok", "Tool call was interrupted; no result."]
+        role, content = ("tool", draw(st.sampled_from(outputs + [[part] for part in MEDIA])))
     if flat:
         return {"role": role, "content": content, **tool_keys}
     return {"role": role, "content": content, "metadata": tool_keys}

@@ -1,8 +1,10 @@
 """What a buffer's summary says, and how a write changes it without reading the buffer.
 
 A ``Tally`` holds each provider's number of rejections (``sendability``: accepted when it
-is 0) and the number of each kind of problem: every kind of ``analysis`` finding, and
-``empty_turn`` (a message some provider refuses as an empty turn). ``tally`` computes it
+is 0) and the number of each kind of problem: every kind of ``analysis`` finding, and the
+rejections that are problems of a message of their own (``REJECTION_PROBLEMS``): an
+``empty_turn`` (a message some provider refuses as an empty turn) and a ``foreign_part``
+(a message holding a part in another provider's shape). ``tally`` computes it
 over a whole buffer; the rest of this module computes what one write changes, from the
 little the write touches (docs/decisions.md, "Stored verdicts"):
 
@@ -32,7 +34,11 @@ from .facts import BufferIndex
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
-PROBLEM_LABELS: dict[str, str] = {**FINDING_LABELS, "empty_turn": "empty turn"}
+PROBLEM_LABELS: dict[str, str] = {
+    **FINDING_LABELS,
+    "empty_turn": "empty turn",
+    "foreign_part": "message holding a part in another provider's shape",
+}
 """Every kind of problem a tally counts, in the order the summary lists them."""
 PROBLEM_PLURALS: dict[str, str] = {
     "unanswered_call": "unanswered calls",
@@ -43,11 +49,20 @@ PROBLEM_PLURALS: dict[str, str] = {
     "non_adjacent_result": "results not adjacent to their calls",
     "unusable_id": "unusable ids",
     "empty_turn": "empty turns",
+    "foreign_part": "messages holding parts in another provider's shape",
 }
 
 WINDOWED = ("openai-chat", "anthropic", "gemini")
 """The providers whose rejections a window around a change decides."""
 EMPTY_TURN_PROVIDERS = ("anthropic", "gemini")
+REJECTION_PROBLEMS: dict[str, tuple[str, ...]] = {
+    "empty_turn": EMPTY_TURN_PROVIDERS,
+    "foreign_part": WINDOWED,
+}
+"""Rejections that are also problems, by reason: the messages some of these providers
+refuse for it, each counted once. Some windowed provider refuses every foreign part (a
+part in the shape of one refused by the others; Gemini does not judge a tool row's parts,
+but OpenAI Chat or Anthropic does), so OpenAI Responses need not be read."""
 
 
 @dataclass(frozen=True)
@@ -95,15 +110,17 @@ def tally(messages: Sequence[Message], index: BufferIndex | None = None) -> Tall
     # ``analyze``'s findings, without the rest of its analysis (an index of the buffer more).
     findings = analyze_window(messages, 0, call_facts(messages, index))
     problems: Counter[str] = Counter(finding.kind for finding in findings)
-    problems["empty_turn"] = len(_empty_turns(verdicts[p] for p in EMPTY_TURN_PROVIDERS))
+    for reason, providers in REJECTION_PROBLEMS.items():
+        problems[reason] = len(rejected_messages((verdicts[p] for p in providers), reason))
     return Tally(
         {p: len(verdict.rejections) for p, verdict in verdicts.items()},
         _ordered(problems),
     )
 
 
-def _empty_turns(verdicts: Iterable[sendability.Verdict]) -> set[int]:
-    return {r.index for v in verdicts for r in v.rejections if r.reason == "empty_turn"}
+def rejected_messages(verdicts: Iterable[sendability.Verdict], reason: str) -> set[int]:
+    """The indexes of the messages these verdicts reject for ``reason``."""
+    return {r.index for v in verdicts for r in v.rejections if r.reason == reason}
 
 
 def is_head(message: Message) -> bool:
@@ -125,13 +142,12 @@ def region_counts(
         return any(first <= index < end for first, end in ranges)
 
     counts: Counter[str] = Counter()
-    empty: list[sendability.Verdict] = []
-    for provider in WINDOWED:
-        verdict = sendability.check(window, provider)
+    verdicts = {provider: sendability.check(window, provider) for provider in WINDOWED}
+    for provider, verdict in verdicts.items():
         counts[provider] = sum(1 for r in verdict.rejections if counted(r.index + start))
-        if provider in EMPTY_TURN_PROVIDERS:
-            empty.append(verdict)
-    counts["empty_turn"] = sum(1 for index in _empty_turns(empty) if counted(index + start))
+    for reason, providers in REJECTION_PROBLEMS.items():
+        rejected = rejected_messages((verdicts[p] for p in providers), reason)
+        counts[reason] = sum(1 for index in rejected if counted(index + start))
     return counts
 
 
@@ -150,4 +166,14 @@ def responses_without_id(messages: Iterable[Message]) -> int:
         sum(1 for _, cid in declared_calls(m) if cid is None)
         + int(m.role == "tool" and result_call_id(m) is None)
         for m in messages
+    )
+
+
+def responses_foreign(messages: Iterable[Message]) -> int:
+    """OpenAI Responses' rejections of messages holding a part in another provider's shape
+    (one each): they depend on the message alone."""
+    return sum(
+        1
+        for m in messages
+        if not sendability.left_out(m) and sendability.foreign_part(m, "openai-responses")
     )

@@ -130,7 +130,8 @@ def tally_after(
     old = _OldRows(conversation, plan.length_before, rows or {})
     tail = _windowed(old, plan, rejections, problems)
     owners, holders = _id_positions(conversation, plan, known or IdPositions())
-    _responses(plan, owners, holders, rejections)
+    replaced = [old[r.original_position] for r in plan.replacements]
+    _responses(plan, owners, holders, replaced, rejections)
     _findings(plan, owners, holders, tail, problems)
     return stored_tally(conversation).plus(rejections, problems)
 
@@ -188,7 +189,7 @@ def _windowed(
         new_ranges = [(_new_position(plan, a), plan.shifted(b)) for a, b in ranges]
         counts.subtract(region_counts(now, new_start, new_ranges))
         for key, count in counts.items():
-            target = problems if key == "empty_turn" else rejections
+            target = problems if key in healing.verdicts.REJECTION_PROBLEMS else rejections
             target[key] -= count
         if stop == length:
             tail = (new_start, now)
@@ -235,13 +236,17 @@ def _responses(
     plan: healing.AppendPlan,
     owners: dict[str, int],
     holders: dict[str, list[int]],
+    replaced: Sequence[healing.Message],
     rejections: Counter[str],
 ) -> None:
-    """OpenAI Responses, id by id: before and after the plan, for every id it names."""
+    """OpenAI Responses, id by id: before and after the plan, for every id it names; and
+    message by message, for what it writes and the rows it replaces (``replaced``)."""
     verdicts = healing.verdicts
     new_owners = {d.call_id: d.position for d in plan.declarations}
     new_holders = _new_holders(plan)
     change = verdicts.responses_without_id(i.message for i in plan.inserts)
+    written = [i.message for i in plan.inserts] + [r.message for r in plan.replacements]
+    change += verdicts.responses_foreign(written) - verdicts.responses_foreign(replaced)
     for call_id in owners.keys() | holders.keys() | new_owners.keys() | new_holders.keys():
         was = holders.get(call_id, [])
         owner = owners.get(call_id)

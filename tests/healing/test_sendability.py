@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from buffers.healing import InvalidInput, parse_messages
 from buffers.healing.formats import read, write
 from buffers.healing.normalize import normalize
-from buffers.healing.sendability import PROVIDERS, Verdict, check, check_all
+from buffers.healing.sendability import PROVIDER_NAMES, PROVIDERS, Verdict, check, check_all
 from tests.buffers import assistant, placeholder, result, user
 from tests.conftest import spec_examples
 
@@ -541,3 +541,118 @@ def test_the_verdict_on_a_buffer_is_the_verdict_on_what_the_exporter_sends(
     again = parse_messages(sent.messages)
 
     assert check(buffer, provider).accepted == check(again, provider).accepted
+
+
+# Parts in another provider's shape: every exporter writes a part that is not text as it
+# was read, so each provider refuses the others' media.
+
+PNG = "iVBORw0KGgo="
+PARTS_BY_FAMILY: dict[str, dict[str, Any]] = {
+    "anthropic": {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+    },
+    "openai-chat": {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+    "openai-responses": {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+    "gemini": {"inlineData": {"mimeType": "image/png", "data": PNG}},
+}
+
+
+def holding(part: dict[str, Any], role: str = "user") -> list[dict[str, Any]]:
+    return [{"role": role, "content": [{"type": "text", "text": "see this"}, part]}]
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("family", list(PARTS_BY_FAMILY))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_part_in_another_providers_shape_is_refused_by_each_other_provider(
+    family: str, provider: str
+) -> None:
+    found = rejections(provider, *holding(PARTS_BY_FAMILY[family]), assistant(content="ok"))
+
+    if family == provider:
+        assert found == []
+    else:
+        [(index, reason, sentence)] = found
+        assert (index, reason) == (0, "foreign_part")
+        assert sentence.startswith("the user message at message 0 holds a")
+        assert f"which {PROVIDER_NAMES[provider]} does not take" in sentence
+
+
+@pytest.mark.rule("MEM-5")
+def test_the_refusal_names_the_part_and_both_providers() -> None:
+    [(_, _, sentence)] = rejections("anthropic", *holding(PARTS_BY_FAMILY["gemini"]))
+
+    assert sentence == (
+        "the user message at message 0 holds a Gemini inlineData part in the shape of "
+        "Gemini, which Anthropic does not take (parts other than text are written as they "
+        "were read)"
+    )
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_text_in_any_spelling_and_parts_of_no_known_shape_are_not_judged(provider: str) -> None:
+    spellings = [
+        {"type": "text", "text": "a"},
+        {"type": "input_text", "text": "b"},
+        {"type": "output_text", "text": "c"},
+        {"text": "d"},
+        {"type": "something_new", "payload": 1},
+        {"data": "no type, no known key"},
+        "a bare string",
+    ]
+    assert rejections(provider, {"role": "user", "content": spellings}) == []
+
+
+@pytest.mark.rule("MEM-5")
+def test_gemini_takes_any_parts_in_a_tool_result_the_others_refuse_them_there() -> None:
+    """Gemini's export puts a result's content inside ``functionResponse.response``, any
+    JSON; the others write its parts as parts."""
+    buffer = [
+        user("draw it"),
+        assistant("c1"),
+        {
+            "role": "tool",
+            "content": [PARTS_BY_FAMILY["anthropic"]],
+            "metadata": {"tool_call_id": "c1"},
+        },
+    ]
+    assert verdict("gemini", *buffer).accepted
+    assert verdict("anthropic", *buffer).accepted
+    assert [r.reason for r in verdict("openai-chat", *buffer).rejections] == ["foreign_part"]
+    assert [r.reason for r in verdict("openai-responses", *buffer).rejections] == ["foreign_part"]
+
+
+@pytest.mark.rule("MEM-5")
+def test_several_foreign_parts_in_one_message_are_one_refusal() -> None:
+    both = [PARTS_BY_FAMILY["gemini"], PARTS_BY_FAMILY["openai-chat"]]
+    found = rejections("anthropic", {"role": "user", "content": both})
+
+    assert [(index, reason) for index, reason, _ in found] == [(0, "foreign_part")]
+
+
+@pytest.mark.rule("MEM-5")
+def test_a_gemini_request_with_an_image_beside_a_result_is_refused_by_the_others() -> None:
+    """Read from a Gemini body as an older model sends it (the image beside the
+    ``functionResponse``), then checked: only Gemini takes it back as it is."""
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "show me the chart"}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "render"}}]},
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": "c1", "name": "render", "response": {}}},
+                    PARTS_BY_FAMILY["gemini"],
+                ],
+            },
+            {"role": "model", "parts": [{"text": "Here it is."}]},
+        ]
+    }
+    [conversation] = read(body, "gemini")
+    verdicts = check_all(parse_messages(conversation.messages))
+
+    assert verdicts["gemini"].accepted
+    for provider in ("openai-chat", "openai-responses", "anthropic"):
+        assert [r.reason for r in verdicts[provider].rejections] == ["foreign_part"]
