@@ -128,8 +128,9 @@ def send(
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             try:
                 connection.request("POST", path, body, headers)
-                answer = connection.getresponse()
-                data = answer.read()
+                response = connection.getresponse()
+                data = response.read()  # a worker killed mid-answer breaks this
+                answer = response
             finally:
                 connection.close()
         except (OSError, http.client.HTTPException):
