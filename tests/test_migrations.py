@@ -19,7 +19,7 @@ from tests.integrity import assert_consistent
 
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
-foreign_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_of_foreign_parts")
+refused_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_of_refused_parts")
 
 
 @pytest.mark.django_db
@@ -74,17 +74,17 @@ def test_0015_tallies_again_the_conversations_whose_content_names_a_providers_pa
     """Their verdicts changed with the rule (a part in one provider's shape is refused by
     the others); one whose text names such a part is read for nothing; others are not read
     (one left stale here shows it)."""
-    image = {"inlineData": {"mimeType": "image/png", "data": "AA=="}}
-    pictured = store([user("draw"), {"role": "user", "content": [{"text": "here"}, image]}])
+    file = {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}}
+    pictured = store([user("draw"), {"role": "user", "content": [{"text": "here"}, file]}])
     mentioned = store([{"role": "user", "content": [{"text": "image"}]}, assistant(content="ok")])
     plain = store([user("go"), assistant("c1")], title="plain")
     Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
 
-    foreign_parts_again.tally_again(apps, None)
+    refused_parts_again.tally_again(apps, None)
 
     for conversation in (pictured, mentioned):
         assert_consistent(conversation)
-    assert Conversation.objects.get(pk=pictured.pk).problem_counts == {"foreign_part": 1}
+    assert Conversation.objects.get(pk=pictured.pk).problem_counts == {"refused_part": 1}
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 

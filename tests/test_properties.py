@@ -37,11 +37,14 @@ KEPT: list[dict[str, Any]] = [
 ]
 """Assistant turns of no content and no call that keep blocks for one provider."""
 KEPT_TURNS = [{"role": "assistant", "content": None, "metadata": kept} for kept in KEPT]
-MEDIA: list[dict[str, Any]] = [  # parts only one provider takes (sendability)
+MEDIA: list[dict[str, Any]] = [  # parts that are not text, some translated (sendability)
     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
     {"type": "input_image", "image_url": "data:image/png;base64,AA=="},
     {"inlineData": {"mimeType": "image/png", "data": "AA=="}},
+    {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}},
+    {"type": "file", "file": {"file_id": "file-abc"}},
+    {"type": "input_audio", "input_audio": {"data": "AA==", "format": "wav"}},
 ]
 HI = {"role": "user", "content": "go on"}
 

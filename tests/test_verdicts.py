@@ -89,34 +89,35 @@ def test_a_user_turn_heals_and_the_verdicts_follow() -> None:
     assert after.sendable
 
 
-GEMINI_IMAGE = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+GEMINI_FILE = {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}}
+"""A file the Gemini API holds: no other provider can be sent it."""
 
 
 def test_an_appended_part_in_another_providers_shape_is_refused_and_counted() -> None:
     conversation = store([user("hi"), assistant(content="hello")])
     assert stored(conversation).sendable
 
-    append(conversation, {"role": "user", "content": [{"text": "this one"}, GEMINI_IMAGE]})
+    append(conversation, {"role": "user", "content": [{"text": "this one"}, GEMINI_FILE]})
 
     after = stored(conversation)
     assert after == fresh(conversation)
-    assert after.problems == {"foreign_part": 1}
+    assert after.problems == {"refused_part": 1}
     assert after.rejected_by == ["openai-chat", "openai-responses", "anthropic"]
-    assert selectors.next_problem(conversation, "foreign_part", -1) == 2
+    assert selectors.next_problem(conversation, "refused_part", -1) == 2
 
 
 def test_a_late_result_holding_another_providers_part_replaces_its_placeholder() -> None:
     """A replaced placeholder held text; what replaces it is counted for every provider,
     OpenAI Responses (counted per message, not by window) included."""
     conversation = store([user("draw"), assistant("c1"), placeholder("c1"), user("well?")])
-    late = {"role": "tool", "content": [GEMINI_IMAGE], "metadata": {"tool_call_id": "c1"}}
+    late = {"role": "tool", "content": [GEMINI_FILE], "metadata": {"tool_call_id": "c1"}}
 
     append(conversation, late)
 
     after = stored(conversation)
     assert after == fresh(conversation)
     assert after.rejections["openai-responses"] == 1
-    assert after.problems == {"foreign_part": 1}
+    assert after.problems == {"refused_part": 1}
 
 
 def test_a_result_in_the_batch_that_heals_its_call_takes_the_placeholders_place() -> None:
@@ -254,24 +255,24 @@ def test_a_duplicate_and_an_orphan_show_no_green_badge_and_four_rejections(
     assert "Anthropic would reject this history: 2 rejections." in sendability(page)
 
 
-def test_a_gemini_image_shows_as_a_problem_with_a_next_link_and_three_refusals(
+def test_a_gemini_file_shows_as_a_problem_with_a_next_link_and_three_refusals(
     client: Client,
 ) -> None:
-    conversation = store([user("hi"), {"role": "user", "content": [GEMINI_IMAGE]}])
+    conversation = store([user("hi"), {"role": "user", "content": [GEMINI_FILE]}])
 
     page = client.get(f"/c/{conversation.pk}/").text
 
     assert "OpenAI, OpenAI Responses, Anthropic would refuse it" in summary(page)
-    assert "1 message holding a part in another provider&#x27;s shape" in summary(page)
+    assert "1 message holding a part some provider does not take" in summary(page)
     assert summary(page).count('class="next-of-kind"') == 1
     detail = client.get(f"/c/{conversation.pk}/sendability").text
-    assert "a Gemini inlineData part in the shape of Gemini, which Anthropic" in detail
+    assert "a Gemini fileData part in the shape of Gemini, which Anthropic" in detail
     next_one = client.get(
         f"/c/{conversation.pk}/next",
-        {"kind": "foreign_part", "from": "-1"},
+        {"kind": "refused_part", "from": "-1"},
         headers={"Accept": "application/json"},
     )
-    assert next_one.json() == {"kind": "foreign_part", "index": 1}
+    assert next_one.json() == {"kind": "refused_part", "index": 1}
 
 
 def test_a_sendable_conversation_keeps_its_green_badge(client: Client) -> None:

@@ -34,15 +34,15 @@ What is checked, and what is not:
   no content and no call, is refused as an empty turn even when it is the last. (One
   whose text comes before a last thinking block is not checked: Claude Code writes
   thinking first, so only a response cut off mid-way makes one.)
-- Parts in another provider's shape: every exporter writes a content part that is not
-  text as it was read (an image, a document, a file, audio), so a part in one provider's
-  shape is refused by the others (a Gemini ``inlineData`` part sent to Anthropic). Such a
-  part is a rejection for each provider whose shape it is not, once per message: the
-  part families are told by their spelling (``part_family``), and a part of no known
-  family is not judged. Gemini puts a tool result's content inside its
-  ``functionResponse.response`` (any JSON), so a tool row's parts are not judged for it.
-- Not checked: alternation of user and assistant turns; which roles a provider lets hold
-  which of its own parts (an image in an OpenAI assistant or tool message).
+- Parts that are not text (an image, a document, audio): each exporter writes another
+  provider's media in its own shape where it takes them, by the role of the message that
+  holds them (``formats.media``); a part that cannot be written so, or one of the
+  provider's own in a role its API does not take it in, is a rejection, once per
+  message (``refused_part``). A part of no known family is not judged. Gemini puts a
+  tool result's content inside its ``functionResponse.response`` (any JSON), so a tool
+  row's parts are not judged for it.
+- Not checked: alternation of user and assistant turns; Anthropic's and Gemini's own
+  parts by role.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from .formats.common import joins_results, namespace, text_of
+from .formats import media
+from .formats.common import joins_results, namespace
 from .ids import declared_calls, result_call_id
 from .messages import Message
 
@@ -98,7 +99,7 @@ RejectionReason = Literal[
     "response_count",
     "call_turn_order",
     "empty_turn",
-    "foreign_part",
+    "refused_part",
 ]
 
 
@@ -162,9 +163,9 @@ def _read(messages: Sequence[Message]) -> Iterator[Read]:
 def _check(read: Iterable[Read], provider: str) -> Verdict:
     foreign: list[Rejection] = []
     if provider == "openai-responses":
-        found = _results_after_calls(_foreign_parts(read, provider, foreign)) + foreign
+        found = _results_after_calls(_refused_parts(read, provider, foreign)) + foreign
     else:
-        sent = _foreign_parts((seen for seen in read if not seen.left_out), provider, foreign)
+        sent = _refused_parts((seen for seen in read if not seen.left_out), provider, foreign)
         if provider == "openai-chat":
             found = _adjacent_results(sent, lift_system=False, results_first=False)
         elif provider == "anthropic":
@@ -228,89 +229,41 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
         previous = message
 
 
-def _foreign_parts(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:
-    """``messages`` as they go, adding to ``found`` each message (written by ``provider``'s
-    exporter) that holds a part in another provider's shape; complete once consumed. A
-    kept Responses item is written as it was kept, not from its content."""
+def _refused_parts(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:
+    """``messages`` as they go, adding to ``found`` each message holding a part that
+    ``provider`` does not take as its exporter writes it (``media.taken``); complete once
+    consumed. A kept Responses item is written as it was kept, not from its content."""
     for seen in messages:
         yield seen
-        part = None if seen.left_out else foreign_part(seen.message, provider)
+        part = None if seen.left_out else refused_part(seen.message, provider)
         if part is not None:
-            family, name = part
-            found.append(
-                Rejection(
-                    seen.at,
-                    None,
-                    "foreign_part",
-                    f"the {seen.message.role} message at message {seen.at} holds {name} "
-                    f"in the shape of {PROVIDER_NAMES[family]}, which {PROVIDER_NAMES[provider]} "
-                    "does not take (parts other than text are written as they were read)",
-                )
-            )
+            found.append(_refused(seen, provider, *part))
 
 
-def foreign_part(message: Message, provider: str) -> tuple[str, str] | None:
-    """The first part of ``message`` that ``provider``'s exporter would write in another
-    provider's shape: that family and the part's name; None when there is none."""
+def _refused(seen: Read, provider: str, family: str, name: str) -> Rejection:
+    where = f"the {seen.message.role} message at message {seen.at}"
+    taker = PROVIDER_NAMES[provider]
+    if family == provider:
+        why = f", which {taker} takes in no {seen.message.role} message"
+    else:
+        why = (
+            f" in the shape of {PROVIDER_NAMES[family]}, which {taker} does not take there, "
+            f"and which cannot be written as one of {taker}'s parts there"
+        )
+    return Rejection(seen.at, None, "refused_part", f"{where} holds {name}{why}")
+
+
+def refused_part(message: Message, provider: str) -> tuple[str, str] | None:
+    """The first part of ``message`` that ``provider`` does not take as its exporter writes
+    it (``media.taken``): the part's family and its name; None when there is none."""
     content = message.content
     if not isinstance(content, list) or (provider == "gemini" and message.role == "tool"):
         return None
     for part in content:
-        found = part_family(part)
-        if found is not None and found[0] != provider:
+        found = media.part_family(part)
+        if found is not None and not media.taken(part, provider, message.role):
             return found
     return None
-
-
-def part_family(part: object) -> tuple[str, str] | None:
-    """Whose shape a content part that is not text is in ("anthropic", "openai-chat",
-    "openai-responses" or "gemini"), and its name as that provider spells it; None for a
-    text part (every exporter writes text in its own spelling) or a part of no known
-    family."""
-    if not isinstance(part, dict) or text_of(part) is not None:
-        return None
-    kind = part.get("type")
-    if isinstance(kind, str):
-        for family, kinds in _TYPED_PARTS.items():
-            if kind in kinds:
-                return family, f"a {kind} part"
-        return None
-    if "type" in part:
-        return None
-    for key in _GEMINI_PARTS:
-        if key in part:
-            return "gemini", f"a Gemini {key} part"
-    return None
-
-
-_TYPED_PARTS: dict[str, frozenset[str]] = {
-    "anthropic": frozenset(
-        {
-            "image",
-            "document",
-            "search_result",
-            "thinking",
-            "redacted_thinking",
-            "server_tool_use",
-            "web_search_tool_result",
-            "web_fetch_tool_result",
-            "code_execution_tool_result",
-            "bash_code_execution_tool_result",
-            "text_editor_code_execution_tool_result",
-            "mcp_tool_use",
-            "mcp_tool_result",
-            "container_upload",
-            "tool_use",
-            "tool_result",
-        }
-    ),
-    "openai-chat": frozenset({"image_url", "input_audio", "file"}),
-    "openai-responses": frozenset({"input_image", "input_file"}),
-}
-"""Content part types only one provider's API takes, by provider (``refusal``, which both
-OpenAI APIs take, is in neither)."""
-_GEMINI_PARTS = ("inlineData", "fileData", "executableCode", "codeExecutionResult", "thought")
-"""Keys of a Gemini part that is not plain text (Gemini parts have no ``type``)."""
 
 
 THINKING = frozenset({"thinking", "redacted_thinking"})

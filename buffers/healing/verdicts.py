@@ -3,7 +3,7 @@
 A ``Tally`` holds each provider's number of rejections (``sendability``: accepted when it
 is 0) and the number of each kind of problem: every kind of ``analysis`` finding, and the
 rejections that are problems of a message of their own (``REJECTION_PROBLEMS``): an
-``empty_turn`` (a message some provider refuses as an empty turn) and a ``foreign_part``
+``empty_turn`` (a message some provider refuses as an empty turn) and a ``refused_part``
 (a message holding a part in another provider's shape). ``tally`` computes it
 over a whole buffer; the rest of this module computes what one write changes, from the
 little the write touches (docs/decisions.md, "Stored verdicts"):
@@ -37,7 +37,7 @@ from .messages import Message
 PROBLEM_LABELS: dict[str, str] = {
     **FINDING_LABELS,
     "empty_turn": "empty turn",
-    "foreign_part": "message holding a part in another provider's shape",
+    "refused_part": "message holding a part some provider does not take",
 }
 """Every kind of problem a tally counts, in the order the summary lists them."""
 PROBLEM_PLURALS: dict[str, str] = {
@@ -49,7 +49,7 @@ PROBLEM_PLURALS: dict[str, str] = {
     "non_adjacent_result": "results not adjacent to their calls",
     "unusable_id": "unusable ids",
     "empty_turn": "empty turns",
-    "foreign_part": "messages holding parts in another provider's shape",
+    "refused_part": "messages holding parts some provider does not take",
 }
 
 WINDOWED = ("openai-chat", "anthropic", "gemini")
@@ -57,12 +57,12 @@ WINDOWED = ("openai-chat", "anthropic", "gemini")
 EMPTY_TURN_PROVIDERS = ("anthropic", "gemini")
 REJECTION_PROBLEMS: dict[str, tuple[str, ...]] = {
     "empty_turn": EMPTY_TURN_PROVIDERS,
-    "foreign_part": WINDOWED,
+    "refused_part": WINDOWED,
 }
 """Rejections that are also problems, by reason: the messages some of these providers
-refuse for it, each counted once. Some windowed provider refuses every foreign part (a
-part in the shape of one refused by the others; Gemini does not judge a tool row's parts,
-but OpenAI Chat or Anthropic does), so OpenAI Responses need not be read."""
+refuse for it, each counted once. A part OpenAI Responses refuses, OpenAI Chat or
+Anthropic refuses too (tests/test_exports_sdk.py checks it for every part it knows), so
+the windowed providers' verdicts say which messages hold one."""
 
 
 @dataclass(frozen=True)
@@ -169,11 +169,11 @@ def responses_without_id(messages: Iterable[Message]) -> int:
     )
 
 
-def responses_foreign(messages: Iterable[Message]) -> int:
+def responses_refused_parts(messages: Iterable[Message]) -> int:
     """OpenAI Responses' rejections of messages holding a part in another provider's shape
     (one each): they depend on the message alone."""
     return sum(
         1
         for m in messages
-        if not sendability.left_out(m) and sendability.foreign_part(m, "openai-responses")
+        if not sendability.left_out(m) and sendability.refused_part(m, "openai-responses")
     )

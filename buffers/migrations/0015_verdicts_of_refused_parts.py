@@ -1,9 +1,10 @@
 """Stored verdicts computed again for the conversations whose messages may hold content
-parts in a provider's shape (an image, a document, a file, audio, a Gemini media part):
-sendability now refuses, for each other provider, a part its exporter would write in
-another provider's shape (docs/decisions.md, "Sendability"). A conversation is read again
-when one of its messages' content names a part type or Gemini part key that only a
-provider takes; one named in a text is read for nothing, and keeps what it had."""
+parts that are not text (an image, a document, a file, audio, a Gemini media part): the
+exporters now translate such a part into each provider's shape where that provider takes
+it, and sendability refuses one that cannot be (docs/decisions.md, "Sendability"). A
+conversation is read again when one of its messages' content names a part type or
+Gemini part key that only a provider takes; one named in a text is read for nothing, and
+keeps what it had."""
 
 import importlib
 from functools import reduce

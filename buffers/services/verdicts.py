@@ -246,7 +246,7 @@ def _responses(
     new_holders = _new_holders(plan)
     change = verdicts.responses_without_id(i.message for i in plan.inserts)
     written = [i.message for i in plan.inserts] + [r.message for r in plan.replacements]
-    change += verdicts.responses_foreign(written) - verdicts.responses_foreign(replaced)
+    change += verdicts.responses_refused_parts(written) - verdicts.responses_refused_parts(replaced)
     for call_id in owners.keys() | holders.keys() | new_owners.keys() | new_holders.keys():
         was = holders.get(call_id, [])
         owner = owners.get(call_id)

@@ -543,11 +543,11 @@ def test_the_verdict_on_a_buffer_is_the_verdict_on_what_the_exporter_sends(
     assert check(buffer, provider).accepted == check(again, provider).accepted
 
 
-# Parts in another provider's shape: every exporter writes a part that is not text as it
-# was read, so each provider refuses the others' media.
+# Parts that are not text: every exporter translates another provider's media into its own
+# shape where it takes them (formats/media.py), and the verdict refuses what it cannot.
 
 PNG = "iVBORw0KGgo="
-PARTS_BY_FAMILY: dict[str, dict[str, Any]] = {
+IMAGES: dict[str, dict[str, Any]] = {
     "anthropic": {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": PNG},
@@ -556,6 +556,14 @@ PARTS_BY_FAMILY: dict[str, dict[str, Any]] = {
     "openai-responses": {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
     "gemini": {"inlineData": {"mimeType": "image/png", "data": PNG}},
 }
+UNTRANSLATABLE: dict[str, dict[str, Any]] = {
+    "anthropic": {"type": "search_result", "source": "https://x", "title": "x", "content": []},
+    "openai-chat": {"type": "file", "file": {"file_id": "file-abc"}},
+    "openai-responses": {"type": "input_file", "file_id": "file-abc"},
+    "gemini": {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}},
+}
+"""A part of each provider's that no other provider can be sent: a file or a search
+result only that provider holds."""
 
 
 def holding(part: dict[str, Any], role: str = "user") -> list[dict[str, Any]]:
@@ -563,30 +571,55 @@ def holding(part: dict[str, Any], role: str = "user") -> list[dict[str, Any]]:
 
 
 @pytest.mark.rule("MEM-5")
-@pytest.mark.parametrize("family", list(PARTS_BY_FAMILY))
+@pytest.mark.parametrize("family", list(IMAGES))
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_part_in_another_providers_shape_is_refused_by_each_other_provider(
+def test_an_inline_image_in_any_providers_shape_is_taken_by_every_provider(
     family: str, provider: str
 ) -> None:
-    found = rejections(provider, *holding(PARTS_BY_FAMILY[family]), assistant(content="ok"))
+    assert rejections(provider, *holding(IMAGES[family]), assistant(content="ok")) == []
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("family", list(UNTRANSLATABLE))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_part_only_its_own_provider_can_be_sent_is_refused_by_the_others(
+    family: str, provider: str
+) -> None:
+    found = rejections(provider, *holding(UNTRANSLATABLE[family]), assistant(content="ok"))
 
     if family == provider:
         assert found == []
     else:
         [(index, reason, sentence)] = found
-        assert (index, reason) == (0, "foreign_part")
+        assert (index, reason) == (0, "refused_part")
         assert sentence.startswith("the user message at message 0 holds a")
-        assert f"which {PROVIDER_NAMES[provider]} does not take" in sentence
+        assert f"which {PROVIDER_NAMES[provider]} does not take there" in sentence
 
 
 @pytest.mark.rule("MEM-5")
 def test_the_refusal_names_the_part_and_both_providers() -> None:
-    [(_, _, sentence)] = rejections("anthropic", *holding(PARTS_BY_FAMILY["gemini"]))
+    [(_, _, sentence)] = rejections("anthropic", *holding(UNTRANSLATABLE["gemini"]))
 
     assert sentence == (
-        "the user message at message 0 holds a Gemini inlineData part in the shape of "
-        "Gemini, which Anthropic does not take (parts other than text are written as they "
-        "were read)"
+        "the user message at message 0 holds a Gemini fileData part in the shape of Gemini, "
+        "which Anthropic does not take there, and which cannot be written as one of "
+        "Anthropic's parts there"
+    )
+
+
+@pytest.mark.rule("MEM-5")
+def test_openai_refuses_its_own_image_in_a_tool_message_which_holds_text_only() -> None:
+    buffer = [
+        user("draw it"),
+        assistant("c1"),
+        {"role": "tool", "content": [IMAGES["openai-chat"]], "metadata": {"tool_call_id": "c1"}},
+    ]
+    [(index, reason, sentence)] = rejections("openai-chat", *buffer)
+
+    assert (index, reason) == (2, "refused_part")
+    assert sentence == (
+        "the tool message at message 2 holds an image_url part, which OpenAI takes in no tool "
+        "message"
     )
 
 
@@ -606,36 +639,32 @@ def test_text_in_any_spelling_and_parts_of_no_known_shape_are_not_judged(provide
 
 
 @pytest.mark.rule("MEM-5")
-def test_gemini_takes_any_parts_in_a_tool_result_the_others_refuse_them_there() -> None:
-    """Gemini's export puts a result's content inside ``functionResponse.response``, any
-    JSON; the others write its parts as parts."""
+def test_an_image_in_a_tool_result_goes_where_each_provider_takes_one() -> None:
+    """Anthropic and OpenAI Responses take an image in a result, Gemini any JSON in its
+    ``functionResponse.response``; an OpenAI Chat tool message holds text only."""
     buffer = [
         user("draw it"),
         assistant("c1"),
-        {
-            "role": "tool",
-            "content": [PARTS_BY_FAMILY["anthropic"]],
-            "metadata": {"tool_call_id": "c1"},
-        },
+        {"role": "tool", "content": [IMAGES["gemini"]], "metadata": {"tool_call_id": "c1"}},
     ]
     assert verdict("gemini", *buffer).accepted
     assert verdict("anthropic", *buffer).accepted
-    assert [r.reason for r in verdict("openai-chat", *buffer).rejections] == ["foreign_part"]
-    assert [r.reason for r in verdict("openai-responses", *buffer).rejections] == ["foreign_part"]
+    assert verdict("openai-responses", *buffer).accepted
+    assert [r.reason for r in verdict("openai-chat", *buffer).rejections] == ["refused_part"]
 
 
 @pytest.mark.rule("MEM-5")
-def test_several_foreign_parts_in_one_message_are_one_refusal() -> None:
-    both = [PARTS_BY_FAMILY["gemini"], PARTS_BY_FAMILY["openai-chat"]]
+def test_several_refused_parts_in_one_message_are_one_refusal() -> None:
+    both = [UNTRANSLATABLE["gemini"], UNTRANSLATABLE["openai-chat"]]
     found = rejections("anthropic", {"role": "user", "content": both})
 
-    assert [(index, reason) for index, reason, _ in found] == [(0, "foreign_part")]
+    assert [(index, reason) for index, reason, _ in found] == [(0, "refused_part")]
 
 
 @pytest.mark.rule("MEM-5")
-def test_a_gemini_request_with_an_image_beside_a_result_is_refused_by_the_others() -> None:
+def test_a_gemini_request_with_an_image_beside_a_result_is_written_for_every_provider() -> None:
     """Read from a Gemini body as an older model sends it (the image beside the
-    ``functionResponse``), then checked: only Gemini takes it back as it is."""
+    ``functionResponse``): every export carries the image in its own shape."""
     body = {
         "contents": [
             {"role": "user", "parts": [{"text": "show me the chart"}]},
@@ -644,15 +673,15 @@ def test_a_gemini_request_with_an_image_beside_a_result_is_refused_by_the_others
                 "role": "user",
                 "parts": [
                     {"functionResponse": {"id": "c1", "name": "render", "response": {}}},
-                    PARTS_BY_FAMILY["gemini"],
+                    IMAGES["gemini"],
                 ],
             },
             {"role": "model", "parts": [{"text": "Here it is."}]},
         ]
     }
     [conversation] = read(body, "gemini")
-    verdicts = check_all(parse_messages(conversation.messages))
+    messages = parse_messages(conversation.messages)
 
-    assert verdicts["gemini"].accepted
-    for provider in ("openai-chat", "openai-responses", "anthropic"):
-        assert [r.reason for r in verdicts[provider].rejections] == ["foreign_part"]
+    assert all(v.accepted for v in check_all(messages).values())
+    anthropic = write(messages, "anthropic")["messages"][2]["content"]
+    assert [block["type"] for block in anthropic] == ["tool_result", "image"]

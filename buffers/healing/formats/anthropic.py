@@ -18,6 +18,7 @@ from typing import Any
 
 from buffers.healing.messages import Message, describe
 
+from . import media
 from .common import (
     Call,
     Converted,
@@ -245,27 +246,30 @@ def start(message: Message, role: str, content: object) -> dict[str, Any]:
 def system(messages: Sequence[Message]) -> object:
     if len(messages) == 1 and isinstance(messages[0].content, str):
         return messages[0].content
-    return [block for m in messages for block in blocks(as_parts(m.content))]
+    return [block for m in messages for block in blocks(as_parts(m.content), "system")]
 
 
-def blocks(parts: list[Any]) -> list[Any]:
-    """Parts as Anthropic blocks: text parts of other spellings become text blocks."""
+def blocks(parts: list[Any], role: str) -> list[Any]:
+    """Parts as Anthropic blocks in a ``role`` message: text parts of other spellings
+    become text blocks, other providers' media Anthropic's where it takes them there."""
     return [
-        part
-        if text_of(part) is None or (isinstance(part, dict) and part.get("type") == "text")
+        media.written(part, "anthropic", role)
+        if text_of(part) is None
+        else part
+        if isinstance(part, dict) and part.get("type") == "text"
         else {"type": "text", "text": text_of(part)}
         for part in parts
     ]
 
 
-def user_content(content: object) -> object:
-    return content if isinstance(content, str) else blocks(as_parts(content))
+def user_content(content: object, role: str = "user") -> object:
+    return content if isinstance(content, str) else blocks(as_parts(content), role)
 
 
 def user_blocks(message: Message) -> list[Any]:
     if message.role == "tool":
         return [tool_result(message)]
-    return blocks(as_parts(message.content))
+    return blocks(as_parts(message.content), message.role)
 
 
 def assistant_content(message: Message) -> object:
@@ -273,7 +277,7 @@ def assistant_content(message: Message) -> object:
     order = namespace(message, "anthropic").get("layout")
     if isinstance(message.content, str) and not calls and order is None:
         return message.content
-    return arrange(order, blocks(as_parts(message.content)), calls)
+    return arrange(order, blocks(as_parts(message.content), "assistant"), calls)
 
 
 def tool_use(call: Call) -> dict[str, Any]:
@@ -293,7 +297,7 @@ def tool_result(message: Message) -> dict[str, Any]:
         "tool_use_id": message.metadata.get("tool_call_id"),
     }
     if message.content is not None:
-        block["content"] = user_content(message.content)
+        block["content"] = user_content(message.content, "tool")
     if "is_error" in message.metadata:
         block["is_error"] = message.metadata["is_error"]
     return block

@@ -32,6 +32,7 @@ from typing import Any
 from buffers.healing.ids import usable_id
 from buffers.healing.messages import Message, describe
 
+from . import media
 from .common import (
     Call,
     Converted,
@@ -329,13 +330,14 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
                 continue
             names.update((usable_id(call.id), call.name) for call in calls)
             order = namespace(message, "gemini").get("layout")
-            parts = arrange(order, gemini_parts(message.content), [call_part(c) for c in calls])
+            content = gemini_parts(message.content, "assistant")
+            parts = arrange(order, content, [call_part(c) for c in calls])
             written.append(start(message, "model", parts))
         else:
             parts = (
                 [response_part(message, names)]
                 if message.role == "tool"
-                else gemini_parts(message.content)
+                else gemini_parts(message.content, message.role)
             )
             if joins_results(message, previous, "gemini", NEW_TURN):
                 written[-1]["parts"].extend(parts)
@@ -355,14 +357,17 @@ def start(message: Message, role: str, parts: list[Any]) -> dict[str, Any]:
 
 
 def system_parts(messages: Sequence[Message]) -> list[Any]:
-    return [part for m in messages for part in gemini_parts(m.content)]
+    return [part for m in messages for part in gemini_parts(m.content, "system")]
 
 
-def gemini_parts(content: object) -> list[Any]:
-    """Content as Gemini parts: parts of other spellings' text become ``{"text"}``."""
+def gemini_parts(content: object, role: str) -> list[Any]:
+    """Content as Gemini parts in a ``role`` message: parts of other spellings' text become
+    ``{"text"}``, other providers' media Gemini's where it takes them there."""
     return [
-        part
-        if text_of(part) is None or (isinstance(part, dict) and "type" not in part)
+        media.written(part, "gemini", role)
+        if text_of(part) is None
+        else part
+        if isinstance(part, dict) and "type" not in part
         else {"text": text_of(part)}
         for part in as_parts(content)
     ]

@@ -12,6 +12,7 @@ from typing import Any
 
 from buffers.healing.messages import Message, describe
 
+from . import media
 from .common import (
     NAMESPACES,
     Call,
@@ -108,7 +109,7 @@ def write_message(message: Message) -> dict[str, Any]:
     developer = message.role == "system" and message.metadata.get("openai_role") == "developer"
     written: dict[str, Any] = {
         "role": "developer" if developer else message.role,
-        "content": content(message.content),
+        "content": content(message.content, message.role),
     }
     written.update((k, v) for k, v in message.metadata.items() if k not in NOT_SENT)
     calls = declared(message)
@@ -117,14 +118,20 @@ def write_message(message: Message) -> dict[str, Any]:
     return written
 
 
-def content(value: object) -> object:
+def content(value: object, role: str) -> object:
+    """Content in OpenAI's spelling: text parts of other spellings become text parts, other
+    providers' media OpenAI's where it takes them in a ``role`` message."""
     if not isinstance(value, list):
         return as_string(value)
-    return [part if _kept_as_is(part) else _text_part(part) for part in value]
+    return [_part(part, role) for part in value]
 
 
-def _kept_as_is(part: object) -> bool:
-    return not isinstance(part, dict) or part.get("type") == "text" or text_of(part) is None
+def _part(part: object, role: str) -> object:
+    if not isinstance(part, dict) or part.get("type") == "text":
+        return part
+    if text_of(part) is None:
+        return media.written(part, "openai-chat", role)
+    return _text_part(part)
 
 
 def _text_part(part: object) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from buffers.healing.messages import Message, describe
 
+from . import media
 from .common import (
     Call,
     Converted,
@@ -186,9 +187,9 @@ def content(value: object, role: str) -> object:
 
 def _part(part: object, role: str) -> object:
     text = text_of(part)
-    if text is None or (
-        isinstance(part, dict) and part.get("type") in ("input_text", "output_text")
-    ):
+    if text is None:  # a developer message is a system row
+        return media.written(part, "openai-responses", "system" if role == "developer" else role)
+    if isinstance(part, dict) and part.get("type") in ("input_text", "output_text"):
         return part
     if role == "assistant":
         return {"type": "output_text", "text": text, "annotations": []}

@@ -1,0 +1,283 @@
+"""Content parts that are not text (images, documents, audio) in each provider's shape, and
+the translation of one provider's into another's where both take the same thing.
+
+Every exporter writes text in its own spelling. A part that is not text is written in the
+shape it was read in when it is its provider's own, or when it cannot be translated; then
+the provider refuses it, and sendability says so (``sendability.refused_part``). Known:
+
+- the family of a part (``part_family``): the provider whose API alone takes its type
+  (Anthropic ``image``, OpenAI Chat ``image_url``, OpenAI Responses ``input_image``...),
+  or Gemini for a part without ``type`` that has one of Gemini's keys (``inlineData``...);
+- what it holds (``Media``): an image, a PDF or audio, inline (base64, with its media
+  type) or at an http(s) URL;
+- where each provider takes it (``_TAKEN``): in which roles' content, of which kinds.
+
+Translated: inline images and PDFs between all four, image and PDF URLs between
+Anthropic and OpenAI, inline WAV and MP3 audio between OpenAI Chat and Gemini. Not: a
+provider's file ids (another provider cannot open them), Gemini ``fileData`` (a file the
+Gemini API holds), Anthropic text and content documents, images or documents in roles
+the provider does not take them in (an OpenAI Chat tool message holds text only).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .common import text_of
+
+Family = Literal["anthropic", "openai-chat", "openai-responses", "gemini"]
+
+_TYPED_PARTS: dict[Family, frozenset[str]] = {
+    "anthropic": frozenset(
+        {
+            "image",
+            "document",
+            "search_result",
+            "thinking",
+            "redacted_thinking",
+            "server_tool_use",
+            "web_search_tool_result",
+            "web_fetch_tool_result",
+            "code_execution_tool_result",
+            "bash_code_execution_tool_result",
+            "text_editor_code_execution_tool_result",
+            "mcp_tool_use",
+            "mcp_tool_result",
+            "container_upload",
+            "tool_use",
+            "tool_result",
+        }
+    ),
+    "openai-chat": frozenset({"image_url", "input_audio", "file"}),
+    "openai-responses": frozenset({"input_image", "input_file"}),
+}
+"""Content part types only one provider's API takes, by provider (``refusal``, which both
+OpenAI APIs take, is in neither)."""
+_GEMINI_PARTS = ("inlineData", "fileData", "executableCode", "codeExecutionResult", "thought")
+"""Keys of a Gemini part that is not plain text (Gemini parts have no ``type``)."""
+
+
+def part_family(part: object) -> tuple[Family, str] | None:
+    """Whose shape a content part that is not text is in, and its name as that provider
+    spells it; None for a text part in any spelling (every exporter writes text in its
+    own) or a part of no known family."""
+    if not isinstance(part, dict) or text_of(part) is not None:
+        return None
+    kind = part.get("type")
+    if isinstance(kind, str):
+        for family, kinds in _TYPED_PARTS.items():
+            if kind in kinds:
+                return family, f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
+        return None
+    if "type" in part:
+        return None
+    for key in _GEMINI_PARTS:
+        if key in part:
+            return "gemini", f"a Gemini {key} part"
+    return None
+
+
+@dataclass(frozen=True)
+class Media:
+    """What a part holds: ``data`` (base64) of ``mime``, or a ``url``; a ``filename`` if
+    the part named one."""
+
+    kind: Literal["image", "pdf", "audio"]
+    mime: str | None
+    data: str | None = None
+    url: str | None = None
+    filename: str | None = None
+
+
+_DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.S)
+_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types all four providers take inline."""
+_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+"""The audio types OpenAI Chat takes, by the ``format`` it names them with."""
+
+
+def held(part: dict[str, Any], family: Family) -> Media | None:
+    """What a part of ``family`` holds, when it is something another provider may take."""
+    if family == "anthropic":
+        return _anthropic(part)
+    if family == "openai-chat":
+        return _openai_chat(part)
+    if family == "openai-responses":
+        return _openai_responses(part)
+    return _gemini(part)
+
+
+def _kind_of(mime: str | None) -> Literal["image", "pdf", "audio"] | None:
+    if mime in _IMAGES:
+        return "image"
+    if mime == "application/pdf":
+        return "pdf"
+    if mime in _AUDIO:
+        return "audio"
+    return None
+
+
+def _inline(mime: object, data: object, filename: object = None) -> Media | None:
+    if not isinstance(mime, str) or not isinstance(data, str) or not data:
+        return None
+    kind = _kind_of(mime.lower())
+    if kind is None:
+        return None
+    name = filename if isinstance(filename, str) else None
+    return Media(kind, mime.lower(), data=data, filename=name)
+
+
+def _from_url(url: object, kind: Literal["image", "pdf"], filename: object = None) -> Media | None:
+    """A data URL's inline media, or an http(s) URL's (of the kind the part says)."""
+    if not isinstance(url, str):
+        return None
+    if (inline := _DATA_URL.fullmatch(url)) is not None:
+        return _inline(inline["mime"], inline["data"], filename)
+    if url.startswith(("https://", "http://")):
+        return Media(kind, None, url=url, filename=filename if isinstance(filename, str) else None)
+    return None
+
+
+def _anthropic(part: dict[str, Any]) -> Media | None:
+    source = part.get("source")
+    if part.get("type") not in ("image", "document") or not isinstance(source, dict):
+        return None
+    kind: Literal["image", "pdf"] = "image" if part["type"] == "image" else "pdf"
+    title = part.get("title")
+    if source.get("type") == "base64":
+        found = _inline(source.get("media_type"), source.get("data"), title)
+        return found if found is not None and found.kind == kind else None
+    if source.get("type") == "url":
+        return _from_url(source.get("url"), kind, title)
+    return None
+
+
+def _openai_chat(part: dict[str, Any]) -> Media | None:
+    kind = part.get("type")
+    if kind == "image_url" and isinstance(part.get("image_url"), dict):
+        found = _from_url(part["image_url"].get("url"), "image")
+        return found if found is not None and found.kind == "image" else None
+    if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
+        audio = part["input_audio"]
+        mime = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(str(audio.get("format")))
+        return _inline(mime, audio.get("data"))
+    if kind == "file" and isinstance(part.get("file"), dict):
+        file = part["file"]
+        found = _from_url(file.get("file_data"), "pdf", file.get("filename"))
+        return found if found is not None and found.kind == "pdf" else None
+    return None
+
+
+def _openai_responses(part: dict[str, Any]) -> Media | None:
+    kind = part.get("type")
+    if kind == "input_image":
+        found = _from_url(part.get("image_url"), "image")
+        return found if found is not None and found.kind == "image" else None
+    if kind == "input_file":
+        source = part.get("file_data") or part.get("file_url")
+        found = _from_url(source, "pdf", part.get("filename"))
+        return found if found is not None and found.kind == "pdf" else None
+    return None
+
+
+def _gemini(part: dict[str, Any]) -> Media | None:
+    inline = part.get("inlineData")
+    if set(part) != {"inlineData"} or not isinstance(inline, dict):
+        return None
+    return _inline(inline.get("mimeType"), inline.get("data"))
+
+
+_TAKEN: dict[tuple[str, str], frozenset[str]] = {
+    ("anthropic", "user"): frozenset({"image", "pdf"}),
+    ("anthropic", "tool"): frozenset({"image", "pdf"}),
+    ("openai-chat", "user"): frozenset({"image", "pdf", "audio"}),
+    ("openai-responses", "user"): frozenset({"image", "pdf"}),
+    ("openai-responses", "system"): frozenset({"image", "pdf"}),
+    ("openai-responses", "tool"): frozenset({"image", "pdf"}),
+    ("gemini", "user"): frozenset({"image", "pdf", "audio"}),
+    ("gemini", "assistant"): frozenset({"image", "pdf", "audio"}),
+}
+"""What each provider takes, by the role of the message whose content holds it (a tool
+row's content is a result's: Anthropic's ``tool_result``, Responses'
+``function_call_output``)."""
+
+
+_OWN_MEDIA_ROLES: dict[str, frozenset[str]] = {
+    "openai-chat": frozenset({"user"}),
+    "openai-responses": frozenset({"user", "system", "tool"}),
+}
+"""Where the OpenAI APIs take their own media parts (their types say so: a Chat tool,
+system or assistant message holds text only; a Responses assistant message, output text)."""
+
+
+def taken(part: object, provider: str, role: str) -> bool:
+    """Whether ``provider`` takes ``part``, as its exporter writes it, in a ``role``
+    message: a part of no known family is not judged; one of ``provider``'s own is, where
+    its API's types say which roles hold media; another provider's must translate."""
+    found = part_family(part)
+    if found is None:
+        return True
+    if found[0] == provider:
+        kind = part.get("type") if isinstance(part, dict) else None
+        roles = _OWN_MEDIA_ROLES.get(provider)
+        return roles is None or kind not in _OWN_MEDIA or role in roles
+    return translated(part, provider, role) is not None
+
+
+_OWN_MEDIA = frozenset({"image_url", "input_audio", "file", "input_image", "input_file"})
+
+
+def translated(part: object, provider: str, role: str) -> dict[str, Any] | None:
+    """``part`` in ``provider``'s shape, for a ``role`` message, when it is another
+    provider's and ``provider`` takes what it holds there; else None."""
+    found = part_family(part)
+    if found is None or found[0] == provider:
+        return None
+    assert isinstance(part, dict)
+    media = held(part, found[0])
+    if media is None or media.kind not in _TAKEN.get((provider, role), frozenset()):
+        return None
+    return _write(media, provider)
+
+
+def written(part: object, provider: str, role: str) -> object:
+    """``part`` as ``provider``'s exporter writes it in a ``role`` message: translated
+    when it can be, else as it was read."""
+    found = translated(part, provider, role)
+    return part if found is None else found
+
+
+def _write(media: Media, provider: str) -> dict[str, Any] | None:
+    data_url = None if media.data is None else f"data:{media.mime};base64,{media.data}"
+    filename = media.filename or "document.pdf"
+    if provider == "anthropic":
+        if media.kind == "audio":
+            return None
+        source = (
+            {"type": "base64", "media_type": media.mime, "data": media.data}
+            if media.data is not None
+            else {"type": "url", "url": media.url}
+        )
+        return {"type": "image" if media.kind == "image" else "document", "source": source}
+    if provider == "openai-chat":
+        if media.kind == "image":
+            return {"type": "image_url", "image_url": {"url": data_url or media.url}}
+        if media.kind == "audio" and media.data is not None:
+            audio = {"data": media.data, "format": _AUDIO[str(media.mime)]}
+            return {"type": "input_audio", "input_audio": audio}
+        if media.kind == "pdf" and data_url is not None:
+            return {"type": "file", "file": {"filename": filename, "file_data": data_url}}
+        return None
+    if provider == "openai-responses":
+        if media.kind == "image":
+            return {"type": "input_image", "image_url": data_url or media.url, "detail": "auto"}
+        if media.kind == "pdf" and data_url is not None:
+            return {"type": "input_file", "filename": filename, "file_data": data_url}
+        if media.kind == "pdf":
+            return {"type": "input_file", "file_url": media.url}
+        return None
+    if media.data is None:
+        return None
+    return {"inlineData": {"mimeType": media.mime, "data": media.data}}

@@ -1,0 +1,175 @@
+"""The exports checked by the providers' own request types (their SDKs'), and the verdicts
+with them: a content part that is not text is translated into each provider's shape where
+that provider takes it, and where it does not, the verdict refuses the export, as the
+provider's types refuse it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from anthropic.types import MessageParam, TextBlockParam
+from google.genai import types as gemini
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ResponseInputParam
+from pydantic import TypeAdapter, ValidationError
+
+from buffers.healing import parse_messages
+from buffers.healing.formats import write
+from buffers.healing.sendability import PROVIDERS, check, refused_part
+from tests.buffers import assistant, user
+
+PNG = "iVBORw0KGgo="
+PDF = "JVBERi0xLjQ="
+WAV = "UklGRiQAAABXQVZF"
+PARTS: dict[str, dict[str, Any]] = {
+    "an Anthropic image": {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+    },
+    "an Anthropic image at a URL": {
+        "type": "image",
+        "source": {"type": "url", "url": "https://example.com/chart.png"},
+    },
+    "an Anthropic PDF": {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
+    },
+    "an Anthropic search result": {
+        "type": "search_result",
+        "source": "https://example.com",
+        "title": "Example",
+        "content": [{"type": "text", "text": "found"}],
+    },
+    "an OpenAI image": {
+        "type": "image_url",
+        "image_url": {"url": f"data:image/png;base64,{PNG}"},
+    },
+    "an OpenAI image at a URL": {
+        "type": "image_url",
+        "image_url": {"url": "https://example.com/chart.png"},
+    },
+    "an OpenAI PDF": {
+        "type": "file",
+        "file": {"filename": "report.pdf", "file_data": f"data:application/pdf;base64,{PDF}"},
+    },
+    "an OpenAI file by id": {"type": "file", "file": {"file_id": "file-abc"}},
+    "OpenAI audio": {"type": "input_audio", "input_audio": {"data": WAV, "format": "wav"}},
+    "an OpenAI Responses image": {
+        "type": "input_image",
+        "image_url": f"data:image/png;base64,{PNG}",
+        "detail": "auto",
+    },
+    "an OpenAI Responses PDF": {
+        "type": "input_file",
+        "filename": "report.pdf",
+        "file_data": f"data:application/pdf;base64,{PDF}",
+    },
+    "a Gemini image": {"inlineData": {"mimeType": "image/png", "data": PNG}},
+    "Gemini audio": {"inlineData": {"mimeType": "audio/wav", "data": WAV}},
+    "a Gemini PDF": {"inlineData": {"mimeType": "application/pdf", "data": PDF}},
+    "a Gemini file": {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}},
+}
+
+
+def _forced(value: Any) -> Any:
+    """A validated value with every lazily validated iterable (pydantic validates an
+    ``Iterable`` field item by item as it is read) read, so that its items are checked."""
+    if isinstance(value, dict):
+        return {key: _forced(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | Iterator):
+        return [_forced(item) for item in value]
+    return value
+
+
+def _typed(adapter: TypeAdapter[Any]) -> Callable[[Any], object]:
+    return lambda value: _forced(adapter.validate_python(value))
+
+
+_ANTHROPIC = _typed(TypeAdapter(list[MessageParam]))
+_ANTHROPIC_SYSTEM = _typed(TypeAdapter(str | list[TextBlockParam]))
+_CHAT = _typed(TypeAdapter(list[ChatCompletionMessageParam]))
+_RESPONSES = _typed(TypeAdapter(ResponseInputParam))
+
+
+def sdk_accepts(body: dict[str, Any], provider: str) -> bool:
+    """Whether ``provider``'s SDK types take the body's messages."""
+    try:
+        if provider == "anthropic":
+            _ANTHROPIC(body["messages"])
+            if "system" in body:
+                _ANTHROPIC_SYSTEM(body["system"])
+        elif provider == "openai-chat":
+            _CHAT(body["messages"])
+        elif provider == "openai-responses":
+            _RESPONSES(body["input"])
+        else:
+            for content in body["contents"]:
+                gemini.Content.model_validate(content)
+    except ValidationError:
+        return False
+    return True
+
+
+def holding(part: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    if role == "tool":
+        return [
+            user("draw it"),
+            assistant("c1"),
+            {"role": "tool", "content": [part], "metadata": {"tool_call_id": "c1"}},
+            assistant(content="drawn"),
+        ]
+    return [user("look"), {"role": "user", "content": [{"text": "this:"}, part]}]
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("role", ["user", "tool"])
+@pytest.mark.parametrize("name", list(PARTS))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_verdict_on_an_export_holding_media_is_what_the_providers_types_say(
+    provider: str, name: str, role: str
+) -> None:
+    messages = parse_messages(holding(PARTS[name], role))
+
+    accepted = check(messages, provider).accepted
+
+    assert accepted == sdk_accepts(write(messages, provider), provider)
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_inline_image_in_a_user_message_reaches_every_provider_as_its_own(
+    provider: str,
+) -> None:
+    for name in ("an Anthropic image", "an OpenAI image", "a Gemini image"):
+        messages = parse_messages(holding(PARTS[name], "user"))
+        assert check(messages, provider).accepted, (name, provider)
+        assert sdk_accepts(write(messages, provider), provider), (name, provider)
+
+
+def test_an_image_written_for_another_provider_holds_the_same_bytes() -> None:
+    messages = parse_messages(holding(PARTS["a Gemini image"], "user"))
+
+    anthropic = write(messages, "anthropic")["messages"][-1]["content"][-1]
+    chat = write(messages, "openai-chat")["messages"][-1]["content"][-1]
+    responses = write(messages, "openai-responses")["input"][-1]["content"][-1]
+
+    assert anthropic["source"] == {"type": "base64", "media_type": "image/png", "data": PNG}
+    assert chat["image_url"] == {"url": f"data:image/png;base64,{PNG}"}
+    assert responses["image_url"] == f"data:image/png;base64,{PNG}"
+
+
+@pytest.mark.parametrize("role", ["user", "assistant", "system", "tool"])
+@pytest.mark.parametrize("name", list(PARTS))
+def test_a_part_openai_responses_refuses_openai_chat_or_anthropic_refuses_too(
+    name: str, role: str
+) -> None:
+    """What lets the stored problem counts read the windowed providers' verdicts only
+    (``healing.verdicts.REJECTION_PROBLEMS``)."""
+    metadata = {"tool_call_id": "c1"} if role == "tool" else {}
+    [message] = parse_messages([{"role": role, "content": [PARTS[name]], "metadata": metadata}])
+    refusing = {p for p in PROVIDERS if refused_part(message, p) is not None}
+
+    if "openai-responses" in refusing:
+        assert refusing & {"openai-chat", "anthropic"}
