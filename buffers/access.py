@@ -171,8 +171,8 @@ FROM {User._meta.db_table} u JOIN {ApiToken._meta.db_table} t ON t.user_id = u.i
 WHERE t.digest = %s AND t.revoked_at IS NULL
 """
 _CONVERSATION_BY_PK = (
-    f"SELECT {', '.join(str(field.column) for field in Conversation._meta.concrete_fields)} "
-    f"FROM {Conversation._meta.db_table} WHERE id = %s"
+    f"SELECT {', '.join(f'"{field.column}"' for field in Conversation._meta.concrete_fields)} "
+    f'FROM "{Conversation._meta.db_table}" WHERE id = %s'
 )
 
 

@@ -243,7 +243,9 @@ def _refused_parts(messages: Indexed, provider: str, found: list[Rejection]) -> 
 def _refused(seen: Read, provider: str, family: str, name: str) -> Rejection:
     where = f"the {seen.message.role} message at message {seen.at}"
     taker = PROVIDER_NAMES[provider]
-    if family == provider:
+    if family == "none":
+        why = " in no provider's shape (a part of that type holds other keys), which none takes"
+    elif family in (provider, "openai"):
         why = f", which {taker} takes in no {seen.message.role} message"
     else:
         why = (

@@ -227,8 +227,9 @@ def _write_verbatim(
     # Two cores at work: each COPY takes its rows as they are made, so PostgreSQL files one
     # while the next is made; and the tally (pure Python) is counted in a thread meanwhile,
     # which runs while the writes wait for the database (waits release the GIL).
-    with ThreadPoolExecutor(max_workers=1) as counting:
-        tally = counting.submit(healing.verdicts.tally, messages, index)
+    counting = ThreadPoolExecutor(max_workers=1)
+    tally = counting.submit(healing.verdicts.tally, messages, index)
+    try:
         _insert_rows(Message, message_columns, message_rows())
         search.index_messages(
             (
@@ -239,6 +240,8 @@ def _write_verbatim(
         )
         _index_calls(conversation, index, ids, len(messages))
         store_tally(conversation, tally.result())
+    finally:  # a failed write does not wait for the count, whose result no one needs then
+        counting.shutdown(wait=False, cancel_futures=True)
     conversation.refresh_from_db()
 
 

@@ -570,7 +570,6 @@ def holding(part: dict[str, Any], role: str = "user") -> list[dict[str, Any]]:
     return [{"role": role, "content": [{"type": "text", "text": "see this"}, part]}]
 
 
-@pytest.mark.rule("MEM-5")
 @pytest.mark.parametrize("family", list(IMAGES))
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_inline_image_in_any_providers_shape_is_taken_by_every_provider(
@@ -579,7 +578,6 @@ def test_an_inline_image_in_any_providers_shape_is_taken_by_every_provider(
     assert rejections(provider, *holding(IMAGES[family]), assistant(content="ok")) == []
 
 
-@pytest.mark.rule("MEM-5")
 @pytest.mark.parametrize("family", list(UNTRANSLATABLE))
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_part_only_its_own_provider_can_be_sent_is_refused_by_the_others(
@@ -596,7 +594,6 @@ def test_a_part_only_its_own_provider_can_be_sent_is_refused_by_the_others(
         assert f"which {PROVIDER_NAMES[provider]} does not take there" in sentence
 
 
-@pytest.mark.rule("MEM-5")
 def test_the_refusal_names_the_part_and_both_providers() -> None:
     [(_, _, sentence)] = rejections("anthropic", *holding(UNTRANSLATABLE["gemini"]))
 
@@ -607,7 +604,6 @@ def test_the_refusal_names_the_part_and_both_providers() -> None:
     )
 
 
-@pytest.mark.rule("MEM-5")
 def test_openai_refuses_its_own_image_in_a_tool_message_which_holds_text_only() -> None:
     buffer = [
         user("draw it"),
@@ -623,7 +619,6 @@ def test_openai_refuses_its_own_image_in_a_tool_message_which_holds_text_only() 
     )
 
 
-@pytest.mark.rule("MEM-5")
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_text_in_any_spelling_and_parts_of_no_known_shape_are_not_judged(provider: str) -> None:
     spellings = [
@@ -638,7 +633,6 @@ def test_text_in_any_spelling_and_parts_of_no_known_shape_are_not_judged(provide
     assert rejections(provider, {"role": "user", "content": spellings}) == []
 
 
-@pytest.mark.rule("MEM-5")
 def test_an_image_in_a_tool_result_goes_where_each_provider_takes_one() -> None:
     """Anthropic and OpenAI Responses take an image in a result, Gemini any JSON in its
     ``functionResponse.response``; an OpenAI Chat tool message holds text only."""
@@ -653,7 +647,6 @@ def test_an_image_in_a_tool_result_goes_where_each_provider_takes_one() -> None:
     assert [r.reason for r in verdict("openai-chat", *buffer).rejections] == ["refused_part"]
 
 
-@pytest.mark.rule("MEM-5")
 def test_several_refused_parts_in_one_message_are_one_refusal() -> None:
     both = [UNTRANSLATABLE["gemini"], UNTRANSLATABLE["openai-chat"]]
     found = rejections("anthropic", {"role": "user", "content": both})
@@ -661,7 +654,6 @@ def test_several_refused_parts_in_one_message_are_one_refusal() -> None:
     assert [(index, reason) for index, reason, _ in found] == [(0, "refused_part")]
 
 
-@pytest.mark.rule("MEM-5")
 def test_a_gemini_request_with_an_image_beside_a_result_is_written_for_every_provider() -> None:
     """Read from a Gemini body as an older model sends it (the image beside the
     ``functionResponse``): every export carries the image in its own shape."""
@@ -685,3 +677,30 @@ def test_a_gemini_request_with_an_image_beside_a_result_is_written_for_every_pro
     assert all(v.accepted for v in check_all(messages).values())
     anthropic = write(messages, "anthropic")["messages"][2]["content"]
     assert [block["type"] for block in anthropic] == ["tool_result", "image"]
+
+
+def test_an_openai_refusal_is_an_assistants_and_reaches_the_others_as_its_text() -> None:
+    refusal = {"type": "refusal", "refusal": "I cannot help with that."}
+    answer = {"role": "assistant", "content": [refusal]}
+
+    assert all(v.accepted for v in check_all(parse_messages([user("do it"), answer])).values())
+    anthropic = write(parse_messages([user("do it"), answer]), "anthropic")["messages"][-1]
+    assert anthropic["content"] == [{"type": "text", "text": "I cannot help with that."}]
+    [(_, _, sentence)] = rejections("openai-chat", {"role": "user", "content": [refusal]})
+    assert sentence.endswith("holds a refusal part, which OpenAI takes in no user message")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_part_named_as_a_providers_but_not_in_its_shape_is_refused_by_all(
+    provider: str,
+) -> None:
+    """OpenHands keeps ``{"type": "image", "image_urls": [...]}``: Anthropic's type name,
+    without its ``source``."""
+    image = {"type": "image", "image_urls": ["https://example.com/a.png"]}
+    [(_, reason, sentence)] = rejections(provider, {"role": "user", "content": [image]})
+
+    assert reason == "refused_part"
+    assert sentence == (
+        "the user message at message 0 holds an image part in no provider's shape (a part "
+        "of that type holds other keys), which none takes"
+    )

@@ -27,7 +27,10 @@ from typing import Any, Literal
 
 from .common import text_of
 
-Family = Literal["anthropic", "openai-chat", "openai-responses", "gemini"]
+Family = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "openai", "none"]
+"""A part's family: a provider's; ``openai``, a part both OpenAI APIs take (``refusal``);
+``none``, a part named as a provider's type names one but not in its shape (an
+``image`` without Anthropic's ``source``), which no provider takes as it is."""
 
 _TYPED_PARTS: dict[Family, frozenset[str]] = {
     "anthropic": frozenset(
@@ -52,11 +55,37 @@ _TYPED_PARTS: dict[Family, frozenset[str]] = {
     ),
     "openai-chat": frozenset({"image_url", "input_audio", "file"}),
     "openai-responses": frozenset({"input_image", "input_file"}),
+    "openai": frozenset({"refusal"}),
 }
-"""Content part types only one provider's API takes, by provider (``refusal``, which both
-OpenAI APIs take, is in neither)."""
-_GEMINI_PARTS = ("inlineData", "fileData", "executableCode", "codeExecutionResult", "thought")
-"""Keys of a Gemini part that is not plain text (Gemini parts have no ``type``)."""
+"""Content part types only one provider's API takes, by provider; ``refusal``, both
+OpenAI APIs'."""
+_SHAPES: dict[str, tuple[str, ...]] = {
+    "image": ("source",),
+    "document": ("source",),
+    "image_url": ("image_url",),
+    "input_audio": ("input_audio",),
+    "file": ("file",),
+    "input_image": ("image_url", "file_id"),
+    "input_file": ("file_data", "file_id", "file_url"),
+    "refusal": ("refusal",),
+}
+"""What a part of a type other formats also use must hold to be its provider's: one of
+these keys, an object (``source``, ``image_url`` in OpenAI Chat, ``input_audio``,
+``file``) or a string (the others)."""
+_OBJECTS = frozenset({"source", "input_audio", "file"})
+_GEMINI_PARTS = (
+    "inlineData",
+    "fileData",
+    "executableCode",
+    "codeExecutionResult",
+    "thought",
+    "inline_data",
+    "file_data",
+    "executable_code",
+    "code_execution_result",
+)
+"""Keys of a Gemini part that is not plain text (Gemini parts have no ``type``; its JSON
+API takes the keys in either spelling)."""
 
 
 def part_family(part: object) -> tuple[Family, str] | None:
@@ -69,7 +98,8 @@ def part_family(part: object) -> tuple[Family, str] | None:
     if isinstance(kind, str):
         for family, kinds in _TYPED_PARTS.items():
             if kind in kinds:
-                return family, f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
+                name = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
+                return (family if _shaped(part, kind) else "none"), name
         return None
     if "type" in part:
         return None
@@ -77,6 +107,18 @@ def part_family(part: object) -> tuple[Family, str] | None:
         if key in part:
             return "gemini", f"a Gemini {key} part"
     return None
+
+
+def _shaped(part: dict[str, Any], kind: str) -> bool:
+    keys = _SHAPES.get(kind)
+    if keys is None:
+        return True
+    if kind == "image_url":
+        return isinstance(part.get("image_url"), dict)
+    return any(
+        isinstance(part.get(key), dict if key in _OBJECTS else str) and part.get(key)
+        for key in keys
+    )
 
 
 @dataclass(frozen=True)
@@ -183,10 +225,12 @@ def _openai_responses(part: dict[str, Any]) -> Media | None:
 
 
 def _gemini(part: dict[str, Any]) -> Media | None:
-    inline = part.get("inlineData")
-    if set(part) != {"inlineData"} or not isinstance(inline, dict):
+    if len(part) != 1:
         return None
-    return _inline(inline.get("mimeType"), inline.get("data"))
+    key, inline = next(iter(part.items()))
+    if key not in ("inlineData", "inline_data") or not isinstance(inline, dict):
+        return None
+    return _inline(inline.get("mimeType", inline.get("mime_type")), inline.get("data"))
 
 
 _TAKEN: dict[tuple[str, str], frozenset[str]] = {
@@ -214,13 +258,19 @@ system or assistant message holds text only; a Responses assistant message, outp
 
 def taken(part: object, provider: str, role: str) -> bool:
     """Whether ``provider`` takes ``part``, as its exporter writes it, in a ``role``
-    message: a part of no known family is not judged; one of ``provider``'s own is, where
-    its API's types say which roles hold media; another provider's must translate."""
+    message: a part of no known family is not judged; one in no provider's shape is
+    refused; one of ``provider``'s own is judged where its API's types say which roles
+    hold it; another provider's must translate."""
     found = part_family(part)
     if found is None:
         return True
-    if found[0] == provider:
+    family = found[0]
+    if family == "none":
+        return False
+    if family == provider or (family == "openai" and provider.startswith("openai")):
         kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "refusal":  # an OpenAI model's answer, in an assistant message only
+            return role == "assistant"
         roles = _OWN_MEDIA_ROLES.get(provider)
         return roles is None or kind not in _OWN_MEDIA or role in roles
     return translated(part, provider, role) is not None
@@ -233,9 +283,14 @@ def translated(part: object, provider: str, role: str) -> dict[str, Any] | None:
     """``part`` in ``provider``'s shape, for a ``role`` message, when it is another
     provider's and ``provider`` takes what it holds there; else None."""
     found = part_family(part)
-    if found is None or found[0] == provider:
+    if found is None or found[0] in (provider, "none"):
         return None
     assert isinstance(part, dict)
+    if found[0] == "openai":  # a refusal, to a provider that has no part for one: its text
+        if provider.startswith("openai"):
+            return None
+        text = part["refusal"]
+        return {"text": text} if provider == "gemini" else {"type": "text", "text": text}
     media = held(part, found[0])
     if media is None or media.kind not in _TAKEN.get((provider, role), frozenset()):
         return None
