@@ -76,15 +76,20 @@ def test_0015_tallies_again_the_conversations_whose_content_names_a_providers_pa
     (one left stale here shows it)."""
     file = {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}}
     pictured = store([user("draw"), {"role": "user", "content": [{"text": "here"}, file]}])
+    snake = {"file_data": {"mime_type": "image/png", "file_uri": "https://x/files/1"}}
+    snake_cased = store([user("draw"), {"role": "user", "content": [snake]}])
+    refusal = {"type": "refusal", "refusal": "No."}
+    refused = store([user("draw"), {"role": "user", "content": [refusal]}])
     mentioned = store([{"role": "user", "content": [{"text": "image"}]}, assistant(content="ok")])
     plain = store([user("go"), assistant("c1")], title="plain")
     Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
 
     refused_parts_again.tally_again(apps, None)
 
-    for conversation in (pictured, mentioned):
+    for conversation in (pictured, snake_cased, refused, mentioned):
         assert_consistent(conversation)
-    assert Conversation.objects.get(pk=pictured.pk).problem_counts == {"refused_part": 1}
+    for conversation in (pictured, snake_cased, refused):
+        assert Conversation.objects.get(pk=conversation.pk).problem_counts == {"refused_part": 1}
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 

@@ -249,10 +249,14 @@ def _refused(seen: Read, provider: str, family: str, name: str) -> Rejection:
         why = f", which {taker} takes in no {seen.message.role} message"
     else:
         why = (
-            f" in the shape of {PROVIDER_NAMES[family]}, which {taker} does not take there, "
+            f" in the shape of {_FAMILY_NAMES.get(family, family)}, which {taker} does not "
+            "take there, "
             f"and which cannot be written as one of {taker}'s parts there"
         )
     return Rejection(seen.at, None, "refused_part", f"{where} holds {name}{why}")
+
+
+_FAMILY_NAMES = {**PROVIDER_NAMES, "otel": "OpenTelemetry"}
 
 
 def refused_part(message: Message, provider: str) -> tuple[str, str] | None:

@@ -24,8 +24,9 @@ NAMES = (
     "code_execution_tool_result", "bash_code_execution_tool_result",
     "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
     "container_upload", "tool_use", "tool_result", "image_url", "input_audio", "file",
-    "input_image", "input_file", "inlineData", "fileData", "executableCode",
-    "codeExecutionResult", "thought",
+    "input_image", "input_file", "refusal", "blob", "uri", "inlineData", "fileData",
+    "executableCode", "codeExecutionResult", "thought", "inline_data", "file_data",
+    "executable_code", "code_execution_result",
 )  # fmt: skip
 
 

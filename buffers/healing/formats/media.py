@@ -27,10 +27,12 @@ from typing import Any, Literal
 
 from .common import text_of
 
-Family = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "openai", "none"]
+Family = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "openai", "otel", "none"]
 """A part's family: a provider's; ``openai``, a part both OpenAI APIs take (``refusal``);
-``none``, a part named as a provider's type names one but not in its shape (an
-``image`` without Anthropic's ``source``), which no provider takes as it is."""
+``otel``, an OpenTelemetry GenAI ``blob`` or ``uri`` part, which no provider takes as it
+is but whose image or PDF each can be sent; ``none``, a part named as a provider's type
+names one but not in its shape (an ``image`` without Anthropic's ``source``), which no
+provider takes."""
 
 _TYPED_PARTS: dict[Family, frozenset[str]] = {
     "anthropic": frozenset(
@@ -56,6 +58,7 @@ _TYPED_PARTS: dict[Family, frozenset[str]] = {
     "openai-chat": frozenset({"image_url", "input_audio", "file"}),
     "openai-responses": frozenset({"input_image", "input_file"}),
     "openai": frozenset({"refusal"}),
+    "otel": frozenset({"blob", "uri"}),
 }
 """Content part types only one provider's API takes, by provider; ``refusal``, both
 OpenAI APIs'."""
@@ -68,6 +71,8 @@ _SHAPES: dict[str, tuple[str, ...]] = {
     "input_image": ("image_url", "file_id"),
     "input_file": ("file_data", "file_id", "file_url"),
     "refusal": ("refusal",),
+    "blob": ("content",),
+    "uri": ("uri",),
 }
 """What a part of a type other formats also use must hold to be its provider's: one of
 these keys, an object (``source``, ``image_url`` in OpenAI Chat, ``input_audio``,
@@ -142,6 +147,8 @@ _AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/
 
 def held(part: dict[str, Any], family: Family) -> Media | None:
     """What a part of ``family`` holds, when it is something another provider may take."""
+    if family == "otel":
+        return _otel(part)
     if family == "anthropic":
         return _anthropic(part)
     if family == "openai-chat":
@@ -224,6 +231,17 @@ def _openai_responses(part: dict[str, Any]) -> Media | None:
     return None
 
 
+def _otel(part: dict[str, Any]) -> Media | None:
+    if part.get("type") == "blob":
+        return _inline(part.get("mime_type"), part.get("content"))
+    mime = part.get("mime_type")
+    kind: Literal["image", "pdf"] = "pdf" if mime == "application/pdf" else "image"
+    if kind == "image" and part.get("modality") != "image":
+        return None
+    found = _from_url(part.get("uri"), kind)
+    return found if found is not None and found.kind == kind else None
+
+
 def _gemini(part: dict[str, Any]) -> Media | None:
     if len(part) != 1:
         return None
@@ -248,19 +266,36 @@ row's content is a result's: Anthropic's ``tool_result``, Responses'
 ``function_call_output``)."""
 
 
-_OWN_MEDIA_ROLES: dict[str, frozenset[str]] = {
-    "openai-chat": frozenset({"user"}),
-    "openai-responses": frozenset({"user", "system", "tool"}),
+_OWN_PARTS: dict[str, dict[str, frozenset[str]]] = {
+    "openai-chat": {
+        "user": frozenset({"image_url", "input_audio", "file"}),
+        "assistant": frozenset({"refusal"}),
+        "system": frozenset(),
+        "tool": frozenset(),
+    },
+    "openai-responses": {
+        "user": frozenset({"input_image", "input_file"}),
+        "system": frozenset({"input_image", "input_file"}),
+        "tool": frozenset({"input_image", "input_file"}),
+        "assistant": frozenset({"refusal"}),
+    },
+    "anthropic": {
+        "system": frozenset(),
+        "tool": frozenset({"image", "document", "search_result"}),
+    },
+    "gemini": {"system": frozenset()},
 }
-"""Where the OpenAI APIs take their own media parts (their types say so: a Chat tool,
-system or assistant message holds text only; a Responses assistant message, output text)."""
+"""Which of a provider's own parts (by type, or Gemini key) a ``role`` message takes,
+where its API says (a role not named takes them all): the OpenAI APIs' types; Anthropic's
+``system`` holds text blocks, and a ``tool_result`` text, images, documents and search
+results; Gemini's system instruction is text."""
 
 
 def taken(part: object, provider: str, role: str) -> bool:
     """Whether ``provider`` takes ``part``, as its exporter writes it, in a ``role``
     message: a part of no known family is not judged; one in no provider's shape is
-    refused; one of ``provider``'s own is judged where its API's types say which roles
-    hold it; another provider's must translate."""
+    refused; one of ``provider``'s own is judged by ``_OWN_PARTS``; another provider's
+    must translate."""
     found = part_family(part)
     if found is None:
         return True
@@ -268,15 +303,13 @@ def taken(part: object, provider: str, role: str) -> bool:
     if family == "none":
         return False
     if family == provider or (family == "openai" and provider.startswith("openai")):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "refusal":  # an OpenAI model's answer, in an assistant message only
-            return role == "assistant"
-        roles = _OWN_MEDIA_ROLES.get(provider)
-        return roles is None or kind not in _OWN_MEDIA or role in roles
+        assert isinstance(part, dict)
+        kind = part.get("type")
+        if kind is None:  # a Gemini part: its key
+            kind = next((key for key in _GEMINI_PARTS if key in part), None)
+        allowed = _OWN_PARTS.get(provider, {}).get(role)
+        return allowed is None or kind in allowed
     return translated(part, provider, role) is not None
-
-
-_OWN_MEDIA = frozenset({"image_url", "input_audio", "file", "input_image", "input_file"})
 
 
 def translated(part: object, provider: str, role: str) -> dict[str, Any] | None:
