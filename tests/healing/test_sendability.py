@@ -704,3 +704,27 @@ def test_a_part_named_as_a_providers_but_not_in_its_shape_is_refused_by_all(
         "the user message at message 0 holds an image part in no provider's shape (a part "
         "of that type holds other keys), which none takes"
     )
+
+
+def test_media_cross_only_as_what_they_are() -> None:
+    """A ``file_url`` may be any kind of file, and a URL source may hold a data URL of
+    another kind: neither is guessed at. ``image/jpg`` is JPEG; an MP3 is ``audio/mp3`` to
+    Gemini; an empty refusal is a refusal."""
+    document = {"type": "input_file", "file_url": "https://example.com/a.docx"}
+    audio_as_image = {
+        "type": "image",
+        "source": {"type": "url", "url": "data:audio/wav;base64,UklG"},
+    }
+    jpg = {"type": "image_url", "image_url": {"url": "data:image/jpg;base64,/9j/"}}
+    mp3 = {"type": "input_audio", "input_audio": {"data": "SUQz", "format": "mp3"}}
+
+    assert [r.reason for r in verdict("anthropic", *holding(document)).rejections] == [
+        "refused_part"
+    ]
+    assert not verdict("openai-chat", *holding(audio_as_image)).accepted
+    written = write(parse_messages(holding(jpg)), "anthropic")["messages"][0]["content"][-1]
+    assert written["source"]["media_type"] == "image/jpeg"
+    gemini = write(parse_messages(holding(mp3)), "gemini")["contents"][0]["parts"][-1]
+    assert gemini == {"inlineData": {"mimeType": "audio/mp3", "data": "SUQz"}}
+    empty = {"role": "assistant", "content": [{"type": "refusal", "refusal": ""}]}
+    assert verdict("openai-chat", user("do it"), empty).accepted

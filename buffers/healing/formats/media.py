@@ -120,6 +120,8 @@ def _shaped(part: dict[str, Any], kind: str) -> bool:
         return True
     if kind == "image_url":
         return isinstance(part.get("image_url"), dict)
+    if kind == "refusal":  # an empty refusal is one too
+        return isinstance(part.get("refusal"), str)
     return any(
         isinstance(part.get(key), dict if key in _OBJECTS else str) and part.get(key)
         for key in keys
@@ -171,11 +173,16 @@ def _kind_of(mime: str | None) -> Literal["image", "pdf", "audio"] | None:
 def _inline(mime: object, data: object, filename: object = None) -> Media | None:
     if not isinstance(mime, str) or not isinstance(data, str) or not data:
         return None
-    kind = _kind_of(mime.lower())
+    mime = _SAME_TYPES.get(mime.lower(), mime.lower())
+    kind = _kind_of(mime)
     if kind is None:
         return None
     name = filename if isinstance(filename, str) else None
-    return Media(kind, mime.lower(), data=data, filename=name)
+    return Media(kind, mime, data=data, filename=name)
+
+
+_SAME_TYPES = {"image/jpg": "image/jpeg"}
+"""Media types written in the wild for one the providers name otherwise."""
 
 
 def _from_url(url: object, kind: Literal["image", "pdf"], filename: object = None) -> Media | None:
@@ -199,7 +206,8 @@ def _anthropic(part: dict[str, Any]) -> Media | None:
         found = _inline(source.get("media_type"), source.get("data"), title)
         return found if found is not None and found.kind == kind else None
     if source.get("type") == "url":
-        return _from_url(source.get("url"), kind, title)
+        found = _from_url(source.get("url"), kind, title)
+        return found if found is not None and found.kind == kind else None
     return None
 
 
@@ -224,10 +232,9 @@ def _openai_responses(part: dict[str, Any]) -> Media | None:
     if kind == "input_image":
         found = _from_url(part.get("image_url"), "image")
         return found if found is not None and found.kind == "image" else None
-    if kind == "input_file":
-        source = part.get("file_data") or part.get("file_url")
-        found = _from_url(source, "pdf", part.get("filename"))
-        return found if found is not None and found.kind == "pdf" else None
+    if kind == "input_file":  # a file_url may be any kind of file: only a PDF's data crosses
+        found = _from_url(part.get("file_data"), "pdf", part.get("filename"))
+        return found if found is not None and found.kind == "pdf" and found.data else None
     return None
 
 
@@ -368,4 +375,5 @@ def _write(media: Media, provider: str) -> dict[str, Any] | None:
         return None
     if media.data is None:
         return None
-    return {"inlineData": {"mimeType": media.mime, "data": media.data}}
+    mime = "audio/mp3" if media.mime == "audio/mpeg" else media.mime  # as Gemini names it
+    return {"inlineData": {"mimeType": mime, "data": media.data}}
