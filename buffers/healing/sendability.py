@@ -41,8 +41,8 @@ What is checked, and what is not:
   message (``refused_part``). A part of no known family is not judged. Gemini puts a
   tool result's content inside its ``functionResponse.response`` (any JSON), so a tool
   row's parts are not judged for it.
-- Not checked: alternation of user and assistant turns; Anthropic's and Gemini's own
-  parts by role.
+- Not checked: alternation of user and assistant turns; Anthropic's own images in an
+  assistant message; a provider's own part field by field (an unknown media type).
 """
 
 from __future__ import annotations
@@ -161,11 +161,11 @@ def _read(messages: Sequence[Message]) -> Iterator[Read]:
 
 
 def _check(read: Iterable[Read], provider: str) -> Verdict:
-    foreign: list[Rejection] = []
+    refused: list[Rejection] = []
     if provider == "openai-responses":
-        found = _results_after_calls(_refused_parts(read, provider, foreign)) + foreign
+        found = _results_after_calls(_refused_parts(read, provider, refused)) + refused
     else:
-        sent = _refused_parts((seen for seen in read if not seen.left_out), provider, foreign)
+        sent = _refused_parts((seen for seen in read if not seen.left_out), provider, refused)
         if provider == "openai-chat":
             found = _adjacent_results(sent, lift_system=False, results_first=False)
         elif provider == "anthropic":
@@ -175,7 +175,7 @@ def _check(read: Iterable[Read], provider: str) -> Verdict:
         else:
             empty = []
             found = _gemini_turns(_empty_turns(sent, "gemini", empty)) + empty
-        found += foreign
+        found += refused
     return Verdict(provider, tuple(sorted(found, key=lambda r: r.index)))
 
 

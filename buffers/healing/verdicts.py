@@ -4,7 +4,7 @@ A ``Tally`` holds each provider's number of rejections (``sendability``: accepte
 is 0) and the number of each kind of problem: every kind of ``analysis`` finding, and the
 rejections that are problems of a message of their own (``REJECTION_PROBLEMS``): an
 ``empty_turn`` (a message some provider refuses as an empty turn) and a ``refused_part``
-(a message holding a part in another provider's shape). ``tally`` computes it
+(a message holding a part some provider does not take). ``tally`` computes it
 over a whole buffer; the rest of this module computes what one write changes, from the
 little the write touches (docs/decisions.md, "Stored verdicts"):
 
@@ -170,8 +170,8 @@ def responses_without_id(messages: Iterable[Message]) -> int:
 
 
 def responses_refused_parts(messages: Iterable[Message]) -> int:
-    """OpenAI Responses' rejections of messages holding a part in another provider's shape
-    (one each): they depend on the message alone."""
+    """OpenAI Responses' rejections of messages holding a part it does not take (one each):
+    they depend on the message alone."""
     return sum(
         1
         for m in messages

@@ -5,18 +5,22 @@ Every exporter writes text in its own spelling. A part that is not text is writt
 shape it was read in when it is its provider's own, or when it cannot be translated; then
 the provider refuses it, and sendability says so (``sendability.refused_part``). Known:
 
-- the family of a part (``part_family``): the provider whose API alone takes its type
-  (Anthropic ``image``, OpenAI Chat ``image_url``, OpenAI Responses ``input_image``...),
-  or Gemini for a part without ``type`` that has one of Gemini's keys (``inlineData``...);
+- the family of a part (``part_family``): the provider whose API alone takes its type, in
+  that provider's shape (Anthropic ``image`` with a ``source``, OpenAI Chat ``image_url``,
+  OpenAI Responses ``input_image``...); Gemini for a part without ``type`` that has one of
+  Gemini's keys (``inlineData``...); both OpenAI APIs for ``refusal``; OpenTelemetry's
+  ``blob`` and ``uri``, which are no provider's;
 - what it holds (``Media``): an image, a PDF or audio, inline (base64, with its media
   type) or at an http(s) URL;
-- where each provider takes it (``_TAKEN``): in which roles' content, of which kinds.
+- where each provider takes another's (``_TAKEN``: by the role of the message that holds
+  it, of which kinds), and its own (``_OWN_PARTS``).
 
-Translated: inline images and PDFs between all four, image and PDF URLs between
-Anthropic and OpenAI, inline WAV and MP3 audio between OpenAI Chat and Gemini. Not: a
-provider's file ids (another provider cannot open them), Gemini ``fileData`` (a file the
-Gemini API holds), Anthropic text and content documents, images or documents in roles
-the provider does not take them in (an OpenAI Chat tool message holds text only).
+Translated: inline images and PDFs between all four (and from OpenTelemetry), image and
+PDF URLs between Anthropic and OpenAI, inline WAV and MP3 audio between OpenAI Chat and
+Gemini, a refusal as its text. Not: a provider's file ids (another provider cannot open
+them), Gemini ``fileData`` (a file the Gemini API holds), a Responses ``file_url`` (any
+kind of file), Anthropic text and content documents, media in roles the provider does not
+take them in (an OpenAI Chat tool message holds text only).
 """
 
 from __future__ import annotations
@@ -60,8 +64,8 @@ _TYPED_PARTS: dict[Family, frozenset[str]] = {
     "openai": frozenset({"refusal"}),
     "otel": frozenset({"blob", "uri"}),
 }
-"""Content part types only one provider's API takes, by provider; ``refusal``, both
-OpenAI APIs'."""
+"""Content part types by family: each provider's, which its API alone takes; ``refusal``,
+both OpenAI APIs'; OpenTelemetry's, which none takes as they are."""
 _SHAPES: dict[str, tuple[str, ...]] = {
     "image": ("source",),
     "document": ("source",),
