@@ -728,3 +728,27 @@ def test_media_cross_only_as_what_they_are() -> None:
     assert gemini == {"inlineData": {"mimeType": "audio/mp3", "data": "SUQz"}}
     empty = {"role": "assistant", "content": [{"type": "refusal", "refusal": ""}]}
     assert verdict("openai-chat", user("do it"), empty).accepted
+
+
+@pytest.mark.parametrize(
+    ("provider", "part"),
+    [
+        ("openai-chat", {"type": "file", "file": {"file_data": "data:application/pdf;base64,JV"}}),
+        ("openai-responses", {"type": "input_file", "file_data": "data:application/pdf;base64,JV"}),
+    ],
+)
+def test_an_openai_file_sent_inline_needs_its_filename(provider: str, part: dict[str, Any]) -> None:
+    """The OpenAI APIs answer 400 "Missing required parameter" without it, though their SDKs'
+    types leave it optional (openai/openai-agents-python#1513, laravel/ai#321)."""
+    [(_, reason, _)] = rejections(provider, {"role": "user", "content": [part]})
+    named = (
+        {**part, "file": {**part["file"], "filename": "a.pdf"}}
+        if "file" in part
+        else {
+            **part,
+            "filename": "a.pdf",
+        }
+    )
+
+    assert reason == "refused_part"
+    assert rejections(provider, {"role": "user", "content": [named]}) == []

@@ -319,8 +319,20 @@ def taken(part: object, provider: str, role: str) -> bool:
         if kind is None:  # a Gemini part: its key
             kind = next((key for key in _GEMINI_PARTS if key in part), None)
         allowed = _OWN_PARTS.get(provider, {}).get(role)
-        return allowed is None or kind in allowed
+        return (allowed is None or kind in allowed) and not _file_data_unnamed(part)
     return translated(part, provider, role) is not None
+
+
+def _file_data_unnamed(part: dict[str, Any]) -> bool:
+    """An OpenAI file sent inline without its ``filename``, which both OpenAI APIs refuse
+    ("Missing required parameter"), though their SDKs' types leave it optional."""
+    inner = part.get("file") if part.get("type") == "file" else part
+    return (
+        part.get("type") in ("file", "input_file")
+        and isinstance(inner, dict)
+        and inner.get("file_data") is not None
+        and not inner.get("filename")
+    )
 
 
 def translated(part: object, provider: str, role: str) -> dict[str, Any] | None:
