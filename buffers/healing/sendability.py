@@ -266,9 +266,8 @@ def refused_part(message: Message, provider: str) -> tuple[str, str] | None:
     if not isinstance(content, list) or (provider == "gemini" and message.role == "tool"):
         return None
     for part in content:
-        found = media.part_family(part)
-        if found is not None and not media.taken(part, provider, message.role):
-            return found
+        if not media.taken(part, provider, message.role):  # it has a family, then
+            return media.part_family(part)
     return None
 
 
