@@ -225,8 +225,10 @@ common (one hit among five long ones is no share to walk a long list by)."""
 SCAN_FROM = 100
 """SQLite: the collected ids are found by walking the list in its order (its index) rather
 than one by one by key, when their number times the share of the sample that holds the
-words reaches this. The walk reads about 350 / share conversations for a first page and its
-count (50 and 301 hits), a quarter the cost of a lookup each; the lookups read every id,
+words reaches this (and no filter but visibility narrows the list, whose matches would then
+be rarer along the walk than the sample says: with no unanswered conversation, the walk
+read the whole list). The walk reads about 50 / share conversations for a first page and
+300 / share for its count, a quarter the cost of a lookup each; the lookups read every id,
 then sort them (5,050 ids: 6 ms, the walk 1 ms; 1,010 ids at 1%: 0.6 against 1.4 ms)."""
 
 
@@ -241,7 +243,11 @@ class Matching:
 
 
 def matching_conversations(
-    words: Sequence[str], *, cap: int | None = None, common_share: float | None = None
+    words: Sequence[str],
+    *,
+    narrowed: bool = False,
+    cap: int | None = None,
+    common_share: float | None = None,
 ) -> Matching:
     """Conversations whose title and source, or one of whose messages, hold every word.
 
@@ -257,8 +263,10 @@ def matching_conversations(
     and the cap lets a word held by a few percent of a long list be collected rather
     than walked (at 5%, the walk read 6,000 conversations for a page and its count).
 
-    ``cap`` and ``common_share`` stand in for ``MATCH_CAP`` and ``COMMON_SHARE`` (tests
-    take each path with a few rows).
+    ``narrowed``: the list is filtered by more than its visibility (unanswered, healed,
+    rejected...), so the sample's share says nothing of how soon a walk of it meets the
+    words (``SCAN_FROM``). ``cap`` and ``common_share`` stand in for ``MATCH_CAP`` and
+    ``COMMON_SHARE`` (tests take each path with a few rows).
     """
     if not words:
         return Matching(Q(pk__in=[]))
@@ -277,7 +285,7 @@ def matching_conversations(
     # the page (20 ms), where the database takes 2 ms.
     listed = ", ".join(str(int(pk)) for pk in ids)
     column = "buffers_conversation.id"
-    if _vendor() == "sqlite" and len(ids) * sampled_share >= SCAN_FROM:
+    if _vendor() == "sqlite" and not narrowed and len(ids) * sampled_share >= SCAN_FROM:
         column = f"+{column}"  # not usable by an index: the list's order is walked instead
     among = RawSQL(f"{column} IN ({listed})", (), output_field=BooleanField())
     return Matching(Q(among) | titles)
@@ -286,7 +294,7 @@ def matching_conversations(
 def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[int], bool, float]:
     """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
     whose title and source match), whether the sample found the word common (then no ids
-    are read), and the share of the sample that holds the words (0 when no id was read)."""
+    are read), and, on SQLite, the share of the sample that holds the words (else 0)."""
     with connection.cursor() as cursor:
         if _vendor() == "postgresql":
             query = _pg_query(words)
@@ -295,8 +303,8 @@ def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[in
             # the GIN index (never the btree walked in order, all of it for a rare word).
             cursor.execute(
                 _sample_sql(_pg_conversation_holds("c.id"))
-                + "SELECT NULL, 0.0 FROM sample WHERE common UNION ALL ("
-                "SELECT DISTINCT m.id, 0.0 FROM ((SELECT s.conversation_id AS id "
+                + "SELECT NULL FROM sample WHERE common UNION ALL ("
+                "SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
                 "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
                 "UNION ALL (SELECT c.id FROM buffers_conversation c "
                 f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery OFFSET 0)) m "
@@ -325,9 +333,10 @@ def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[in
                 ],
             )
         rows = cursor.fetchall()
-    if any(pk is None for pk, _ in rows):
+    if any(row[0] is None for row in rows):
         return [], True, 0.0
-    return [int(pk) for pk, _ in rows], False, float(rows[0][1]) if rows else 0.0
+    share = float(rows[0][1]) if rows and len(rows[0]) > 1 else 0.0
+    return [int(row[0]) for row in rows], False, share
 
 
 def _sample_sql(holds: str) -> str:

@@ -121,7 +121,7 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
         conversations = conversations.filter(sendable=show == "sendable")
     elif show.startswith("rejected-"):
         conversations = conversations.rejected_by(show.removeprefix("rejected-"))
-    matching = search.matching_conversations(words) if query else None
+    matching = search.matching_conversations(words, narrowed=show != "all") if query else None
     if matching is not None:
         conversations = conversations.filter(matching.condition)
     page_asked = request.GET.get("page")

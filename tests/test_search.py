@@ -44,6 +44,9 @@ def found(query: str) -> set[str]:
 
     rare = titles(common_share=2)  # never common by the sample
     assert titles() == rare
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search, "SCAN_FROM", 0)
+        assert titles(common_share=2) == rare, "the ids found by walking the list (SQLite)"
     assert titles(cap=-1, common_share=2) == rare, "as a word past the cap"
     # a share of none of the sample is common
     assert titles(common_share=0) == rare, "as the sample finds common"
@@ -921,6 +924,19 @@ def test_sqlite_walks_the_list_for_many_ids_of_a_word_the_sample_finds_often(
     monkeypatch.setattr(search, "SCAN_FROM", 0.1)
     assert "SCAN buffers_conversation USING INDEX conversation_recent" in plan()
     assert listed(client, "needle") == ["run 15", "run 0"]
+
+    def walked(url: str) -> bool:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        return any("+buffers_conversation.id IN" in q["sql"] for q in queries.captured_queries)
+
+    assert walked("/?q=needle")
+    assert walked("/api/conversations?q=needle")
+    # A filter leaves the sample's share behind: none unanswered, the walk would read all.
+    assert not walked("/?q=needle&show=unanswered")
+    assert not walked("/?q=needle&show=healed")
+    assert not walked("/api/conversations?q=needle&unanswered=true")
+    assert not walked("/api/conversations?q=needle&sendable=false")
 
 
 def test_a_sample_of_fewer_than_ten_conversations_finds_nothing_common(

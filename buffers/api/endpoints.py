@@ -229,7 +229,8 @@ def list_conversations(request: HttpRequest, filters: Query[ConversationFilter])
         conversations = conversations.filter(sendable=filters.sendable)
     query = search.clean(filters.q)
     words = search.terms(query)
-    matching = search.matching_conversations(words) if query else None
+    narrowed = filters.unanswered is not None or filters.sendable is not None
+    matching = search.matching_conversations(words, narrowed=narrowed) if query else None
     if matching is not None:
         conversations = conversations.filter(matching.condition)
     limit = min(filters.limit, MAX_PAGE)
