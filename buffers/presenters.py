@@ -332,13 +332,22 @@ def _call(
 
 
 def _pretty(value: Any) -> str:
-    """JSON, indented; a string holding JSON (OpenAI's arguments) is read first."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return str(value)
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """JSON, indented; a string holding JSON (OpenAI's arguments) is read first, and shown
+    as it is when it is not JSON, or nested deeper than Python reads and writes."""
+    if not isinstance(value, str):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    indented = _indented_json(value)
+    return value if indented is None else indented
+
+
+def _indented_json(text: str) -> str | None:
+    """``text`` read as JSON and written indented; None when it is not JSON or is nested
+    past Python's recursion limit (a string may hold any depth: only stored structure is
+    bounded)."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _parts(content: Any, role: str = "") -> Iterable[Part]:
@@ -365,12 +374,9 @@ def _text(text: str, role: str) -> Part:
     if role in MARKDOWN_ROLES and text.strip() and rendering.renders(text):
         return Part("markdown", text, rendering.markdown(text))
     if role == "tool" and text.lstrip()[:1] in ("{", "["):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return Part("text", text)
-        if isinstance(value, dict | list):
-            return Part("json", json.dumps(value, indent=2, ensure_ascii=False))
+        indented = _indented_json(text)
+        if indented is not None:  # an object or an array, by its first character
+            return Part("json", indented)
     return Part("text", text)
 
 
@@ -417,7 +423,10 @@ def _time(stamp: str) -> Fact:
     except ValueError:
         return Fact(_short(stamp, 40))
     if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
+        try:
+            moment = moment.astimezone(UTC)
+        except OverflowError:  # year 1 or 9999, past the calendar's end once in UTC
+            return Fact(_short(stamp, 40))
         seconds = f"{moment:%Y-%m-%d %H:%M:%S} UTC"
     else:
         seconds = f"{moment:%Y-%m-%d %H:%M:%S}"

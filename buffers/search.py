@@ -208,6 +208,8 @@ def _vendor() -> str:
     return connection.vendor
 
 
+_LAST_ROW = 2**63 - 1
+"""The highest row number a database integer holds."""
 MATCH_CAP = 10_000
 """The list's search collects up to this many matching conversations' ids; a query that
 matches more is common, and is checked conversation by conversation instead."""
@@ -558,6 +560,9 @@ def hits_page(
     the first hit's, so that a page past the end still has it)."""
     if not words:
         return 0, []
+    # A buffer holds far fewer hits than this: past it, a page is empty on every database
+    # (SQLite's integers end at 2**63 - 1, and would refuse the sum).
+    limit = min(limit, _LAST_ROW - offset)
     if _vendor() == "postgresql":
         sql, params = _pg_numbered_hits(conversation, words, offset, limit)
     else:

@@ -154,6 +154,40 @@ def test_structured_content_and_call_arguments_read_as_text_and_pretty_json(
     assert "{\n  &quot;city&quot;: &quot;Paris&quot;\n}" in html
 
 
+def test_json_text_nested_past_what_python_reads_shows_as_the_text_it_is(
+    client: Client,
+) -> None:
+    """A tool's output or a call's arguments nested a thousand deep is stored (a string is
+    no structure); the page shows it as text, never a 500 (bug hunt)."""
+    deep = "[" * 1000 + "]" * 1000
+    turn = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": deep}}],
+    }
+    conversation = store([user("q"), turn, result("c1", deep)])
+
+    for url in (f"/c/{conversation.pk}/", f"/c/{conversation.pk}/messages?start=0"):
+        answer = client.get(url)
+        assert answer.status_code == 200, url
+        assert deep in answer.text
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_time_that_leaves_the_calendar_in_utc_shows_as_written(
+    client: Client, stamp: str
+) -> None:
+    """Read, but past year 1 or 9999 once turned to UTC: shown as written (bug hunt)."""
+    conversation = store(
+        [{"role": "user", "content": "hi", "metadata": {"facts": {"time": stamp}}}]
+    )
+
+    answer = client.get(f"/c/{conversation.pk}/")
+
+    assert answer.status_code == 200
+    assert stamp in answer.text
+
+
 def test_a_deep_link_opens_a_window_around_the_message_without_loading_the_rest(
     client: Client, settings: Any
 ) -> None:

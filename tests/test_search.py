@@ -740,6 +740,8 @@ def test_the_api_search_pages_through_the_hits_in_buffer_order(
     assert second["hits"] == [{"index": 190, "role": "user", "snippet": "a needle at 190"}]
     assert (beyond["count"], beyond["hits"]) == (3, [])
     assert api_search(client, needles, q="")["count"] == 0
+    farthest = api_search(client, needles, q="needle", offset=2**63 - 1, limit=100)
+    assert (farthest["count"], farthest["hits"]) == (3, []), "past SQLite's integers: no 500"
 
 
 def test_the_api_refuses_a_query_longer_than_200_characters(
