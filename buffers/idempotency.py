@@ -84,10 +84,14 @@ def _user(request: HttpRequest) -> Any:
 
 
 def _fingerprint(request: HttpRequest) -> str:
+    """What the write asked: its method, path and body; an inspector form's fields and
+    files (an upload is not read whole into memory), the API's body as it reads it, JSON,
+    whatever its Content-Type says."""
     digest = hashlib.sha256()
     for part in (request.method or "", request.path_info):
         digest.update(part.encode() + b"\0")
-    if request.content_type == "multipart/form-data":
+    api = resolve(request.path_info).view_name.startswith("api:")
+    if request.content_type == "multipart/form-data" and not api:
         fields = sorted((name, value) for name, values in request.POST.lists() for value in values)
         digest.update(repr(fields).encode())
         for name, files in sorted(request.FILES.lists()):

@@ -245,9 +245,18 @@ def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
 def conversation_export(request: HttpRequest, pk: int, format: str) -> HttpResponse:
     """The buffer as a download, in one of the formats ``exports.formats_for`` offers it in."""
     conversation = _visible(request, pk)
-    if format not in exports.formats_for(conversation):
+    offered = exports.formats_for(conversation)
+    if format not in offered:
         raise Http404(f"No export format {format!r} for this conversation.")
-    exported = exports.export(conversation, format)
+    try:
+        exported = exports.export(conversation, format)
+    except healing.InvalidInput as error:  # a runtime's file that cannot be written back
+        context = {
+            "conversation": conversation,
+            "kind": offered[format],
+            "problems": error.problems,
+        }
+        return render(request, "buffers/export_refused.html", context, status=422)
     response = HttpResponse(exported.body, content_type=exported.content_type)
     response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
     return response

@@ -593,6 +593,26 @@ def test_an_unknown_export_format_is_a_422_from_the_api_and_a_404_on_the_page(
     assert client.get(f"/c/{conversation.pk}/export/pdf").status_code == 404
 
 
+def test_a_runtime_file_that_cannot_be_written_back_says_why_on_the_page_and_the_api(
+    client: Client,
+) -> None:
+    """A 2025 Codex rollout is read, but not written back in that layout: the page's
+    download answers 422 with the reason, as the API does, never a 500 (bug hunt)."""
+    legacy = Path(__file__).resolve().parent / "fixtures" / "codex" / "legacy.jsonl"
+    call_command("import_transcripts", str(legacy), owner=acting_user().username, verbosity=0)
+    conversation = Conversation.objects.get()
+    assert "codex" in exports.formats_for(conversation)
+
+    page = client.get(f"/c/{conversation.pk}/export/codex")
+    api_answer = client.get(f"/api/conversations/{conversation.pk}/export?format=codex")
+
+    assert (page.status_code, api_answer.status_code) == (422, 422)
+    [problem] = api_answer.json()["problems"]
+    reason = problem["message"]
+    assert "not written back in that layout" in reason
+    assert reason in page.content.decode()
+
+
 # The upload page.
 
 

@@ -105,6 +105,27 @@ def test_a_create_replays_its_201_and_location() -> None:
 
 
 @pytest.mark.django_db
+def test_an_api_write_labelled_multipart_is_keyed_by_the_body_the_api_reads() -> None:
+    """The API reads a JSON body whatever its Content-Type says; so does the key's
+    fingerprint (it read the form, which took the body from the API: a 500, bug hunt)."""
+    client = Client()
+    auth = {**bearer(acting_user()), "Idempotency-Key": "multipart-1"}
+    body = json.dumps({"title": "t", "messages": [{"role": "user", "content": "hi"}]})
+    labelled = "multipart/form-data; boundary=x"
+
+    first = client.post("/api/conversations", body, content_type=labelled, headers=auth)
+    again = client.post("/api/conversations", body, content_type=labelled, headers=auth)
+    other = client.post(
+        "/api/conversations", body.replace("hi", "ho"), content_type=labelled, headers=auth
+    )
+
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert other.status_code == 422, "the same key with another body"
+    assert Conversation.objects.count() == 1
+
+
+@pytest.mark.django_db
 def test_an_import_with_a_key_is_stored_once() -> None:
     client = Client()
     auth = {**bearer(acting_user()), "Idempotency-Key": "import-1"}
