@@ -602,6 +602,32 @@ def test_each_sample_is_detected_as_its_format(format: str, document: object) ->
             {"model": "claude-haiku-4-5", "messages": [{"role": "user", "content": "hi"}]},
             "anthropic",
         ),
+        # A Claude model through an OpenAI-compatible endpoint (LiteLLM, OpenRouter): the
+        # messages are OpenAI's, which Anthropic's never are (bug hunt).
+        (
+            {
+                "model": "claude-3-5-sonnet-20240620",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": None, "tool_calls": []},
+                ],
+            },
+            "openai-chat",
+        ),
+        (
+            {
+                "model": "anthropic/claude-sonnet-4-5",
+                "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "hi"}],
+            },
+            "openai-chat",
+        ),
+        (
+            {
+                "model": "claude-x",
+                "messages": [{"role": "tool", "tool_call_id": "c", "content": ""}],
+            },
+            "openai-chat",
+        ),
         ({"system": "x", "messages": []}, "anthropic"),
         (ANTHROPIC["messages"], "anthropic"),
         ({"input": []}, "openai-responses"),

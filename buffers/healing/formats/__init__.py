@@ -395,12 +395,15 @@ def _family_body(body: dict[str, Any], strict: bool = True) -> str | None:
         return "stored"
     if strict and not all("role" in m for m in messages):
         return None  # not messages of a chat format
+    if fields & _ANTHROPIC_FIELDS or _has_anthropic_marks(messages):
+        return "anthropic"
+    # A Claude model's name is Anthropic's, but OpenAI-compatible endpoints (LiteLLM,
+    # OpenRouter) take it in OpenAI's messages, with marks Anthropic's never carry.
     model = body.get("model")
-    if (
-        fields & _ANTHROPIC_FIELDS
-        or (isinstance(model, str) and model.startswith("claude"))
-        or _has_anthropic_marks(messages)
-    ):
+    openai_shaped = _has_openai_marks(messages) or any(
+        m.get("role") in ("system", "tool") for m in messages
+    )
+    if isinstance(model, str) and model.startswith("claude") and not openai_shaped:
         return "anthropic"
     if fields - _STORED_FIELDS or _has_openai_marks(messages):
         return "openai-chat"
