@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -879,6 +880,35 @@ def test_anthropic_written_as_openai_chat_is_an_openai_body_with_paired_ids() ->
             },
         ],
     }
+
+
+def test_ids_anthropic_refuses_are_written_as_ids_it_takes_each_call_with_its_result() -> None:
+    """Anthropic takes tool ids of letters, digits, ``_`` and ``-`` (a 400 otherwise): an
+    id of another shape (another provider's, the ``#2`` a reader gives a re-declared id,
+    an integer) is written as one, its call and its result alike, none merged with
+    another (bug hunt)."""
+
+    def turn(call_id: object) -> list[dict[str, Any]]:
+        call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+        ]
+
+    ids = ["get_uv_index_0", "get_uv_index_0#2", "get_uv_index_0_2", "call.7/x", 42]
+    messages = parse_messages(
+        [{"role": "user", "content": "go"}, *[m for i in ids for m in turn(i)]]
+    )
+
+    written = write(messages, "anthropic")["messages"]
+
+    blocks = [b for m in written if isinstance(m["content"], list) for b in m["content"]]
+    uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
+    answers = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+    assert uses == answers
+    assert all(isinstance(i, str) and re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in uses)
+    assert len(set(uses)) == len(ids)
+    assert uses[0] == "get_uv_index_0" and uses[2] == "get_uv_index_0_2" and uses[4] == "42"
 
 
 def test_openai_chat_written_as_anthropic_regroups_results_into_one_user_message() -> None:

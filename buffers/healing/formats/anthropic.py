@@ -13,6 +13,7 @@ message, results first, as Anthropic requires.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -235,8 +236,55 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
         else:
             written.append(start(message, "user", user_content(message.content)))
         previous = message
+    _write_ids(written)
     body["messages"] = written
     return body
+
+
+_TAKEN_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_TAKEN = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _write_ids(messages: list[dict[str, Any]]) -> None:
+    """Tool ids as Anthropic takes them: letters, digits, ``_`` and ``-`` only (it answers
+    400 to ``^[a-zA-Z0-9_-]+$`` not matched). An id of another shape (another provider's,
+    an integer, the ``#2`` a reader gives an id declared again) becomes its text with each
+    other character a ``_``, numbered past an id already in the body; its call and its
+    results alike. An id that fits is written as it is."""
+    pairs = [
+        (block, "id" if block["type"] == "tool_use" else "tool_use_id")
+        for message in messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result")
+    ]
+    texts = [_id_text(block.get(key)) for block, key in pairs]
+    taken = {text for text in texts if text is not None and _TAKEN_ID.fullmatch(text)}
+    written: dict[str, str] = {}
+    for (block, key), text in zip(pairs, texts, strict=True):
+        if text is None:
+            continue
+        if text not in written:
+            if _TAKEN_ID.fullmatch(text):
+                written[text] = text
+            else:
+                stem = _NOT_TAKEN.sub("_", text) or "toolu"
+                fitting, n = stem, 1
+                while fitting in taken:
+                    n += 1
+                    fitting = f"{stem}_{n}"
+                taken.add(fitting)
+                written[text] = fitting
+        block[key] = written[text]
+
+
+def _id_text(value: object) -> str | None:
+    """An id as text: a string, or an integer's digits (a result names its call by either)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def start(message: Message, role: str, content: object) -> dict[str, Any]:
