@@ -277,6 +277,25 @@ def test_the_api_import_reads_a_log_from_its_text_and_says_what_it_was_read_as(
     assert any("cut off" in skipped["why"] for skipped in body["skipped"])
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["rollout.jsonl", "chat.json"])
+def test_the_api_import_takes_a_text_that_starts_with_a_byte_order_mark_as_files_do(
+    client: Client, name: str
+) -> None:
+    """A file's text pasted whole keeps its BOM; the upload page and the command drop it,
+    and so does the API now (it answered with Python's own "Unexpected UTF-8 BOM")."""
+    path = FIXTURES / "codex" / "crashed.jsonl"
+    text = path.read_text() if name.endswith(".jsonl") else '{"messages": []}'
+
+    response = client.post(
+        "/api/imports",
+        {"text": "\ufeff" + text, "name": name},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 201, response.text
+
+
 # What the review found, held down.
 
 

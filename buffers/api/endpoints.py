@@ -179,8 +179,8 @@ def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[st
             if payload.text is None:
                 source = formats.Source(document=payload.document)
             else:
-                source = transcripts.text_source(
-                    payload.text, jsonl=payload.name.endswith(".jsonl")
+                source = transcripts.text_source(  # a file's text, BOM dropped as files'
+                    payload.text.removeprefix("\ufeff"), jsonl=payload.name.endswith(".jsonl")
                 )
             reading = transcripts.read_source(source, payload.format, title)
     except healing.InvalidInput as error:

@@ -908,7 +908,7 @@ def test_ids_anthropic_refuses_are_written_as_ids_it_takes_each_call_with_its_re
     assert uses == answers
     assert all(isinstance(i, str) and re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in uses)
     assert len(set(uses)) == len(ids)
-    assert uses[0] == "get_uv_index_0" and uses[2] == "get_uv_index_0_2" and uses[4] == "42"
+    assert (uses[0], uses[2], uses[4]) == ("get_uv_index_0", "get_uv_index_0_2", "42")
 
 
 def test_openai_chat_written_as_anthropic_regroups_results_into_one_user_message() -> None:
