@@ -84,9 +84,8 @@ def _user(request: HttpRequest) -> Any:
 
 
 def _fingerprint(request: HttpRequest) -> str:
-    """What the write asked: its method, path and body; an inspector form's fields and
-    files (an upload is not read whole into memory), the API's body as it reads it, JSON,
-    whatever its Content-Type says."""
+    """What the write asked: its method, path and body; an inspector form's fields (and
+    files), and the API's body as the API reads it, JSON whatever its Content-Type says."""
     digest = hashlib.sha256()
     for part in (request.method or "", request.path_info):
         digest.update(part.encode() + b"\0")

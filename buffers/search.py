@@ -229,9 +229,10 @@ SCAN_FROM = 100
 than one by one by key, when their number times the share of the sample that holds the
 words reaches this (and no filter but visibility narrows the list, whose matches would then
 be rarer along the walk than the sample says: with no unanswered conversation, the walk
-read the whole list). The walk reads about 50 / share conversations for a first page and
-300 / share for its count, a quarter the cost of a lookup each; the lookups read every id,
-then sort them (5,050 ids: 6 ms, the walk 1 ms; 1,010 ids at 1%: 0.6 against 1.4 ms)."""
+read the whole list; and a sample of fewer than ``SAMPLE_FEWEST`` gives no share). The
+walk reads about 50 / share conversations for a first page and 300 / share for its count,
+a quarter the cost of a lookup each; the lookups read every id, then sort them (5,050
+ids: 6 ms, the walk 1 ms; 1,010 ids at 1%: 0.6 against 1.4 ms)."""
 
 
 @dataclass(frozen=True)
@@ -351,14 +352,15 @@ def _sample_sql(holds: str) -> str:
         "c.message_count, c.updated_at FROM buffers_conversation c "
         "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) r WHERE r.message_count <= %s), "
         "sample AS MATERIALIZED (SELECT s.sampled >= %s AND s.hits >= %s * s.sampled "
-        "AS common, coalesce(s.hits * 1.0 / nullif(s.sampled, 0), 0) AS share FROM (SELECT "
+        "AS common, CASE WHEN s.sampled >= %s THEN s.hits * 1.0 / s.sampled ELSE 0 END "
+        "AS share FROM (SELECT "
         f"count(*) AS sampled, coalesce(sum(CASE WHEN {holds} THEN 1 ELSE 0 END), 0) AS hits "
         "FROM recent c WHERE c.reach <= %s) s) "
     )
 
 
 def _sample_parameters(holds: Sequence[str], share: float) -> list[int | float | str]:
-    return [DENSE_SAMPLE, SAMPLE_LONGEST, SAMPLE_FEWEST, share, *holds, SAMPLE_ROWS]
+    return [DENSE_SAMPLE, SAMPLE_LONGEST, SAMPLE_FEWEST, share, SAMPLE_FEWEST, *holds, SAMPLE_ROWS]
 
 
 def _titles_match(words: Sequence[str]) -> Q:

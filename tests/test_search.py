@@ -926,6 +926,9 @@ def test_sqlite_walks_the_list_for_many_ids_of_a_word_the_sample_finds_often(
     monkeypatch.setattr(search, "SCAN_FROM", 0.1)
     assert "SCAN buffers_conversation USING INDEX conversation_recent" in plan()
     assert listed(client, "needle") == ["run 15", "run 0"]
+    monkeypatch.setattr(search, "SAMPLE_FEWEST", 31)
+    assert "USING INTEGER PRIMARY KEY" in plan(), "30 sampled are too few to say a share"
+    monkeypatch.setattr(search, "SAMPLE_FEWEST", 10)
 
     def walked(url: str) -> bool:
         with CaptureQueriesContext(connection) as queries:

@@ -290,6 +290,28 @@ def test_the_sendability_section_shows_the_stored_verdicts_explains_on_demand_an
     assert still_same_page(page)
 
 
+def test_a_runtime_file_that_cannot_be_written_back_opens_a_page_saying_why(
+    page: Page, live_server: LiveServer, console_errors: list[str]
+) -> None:
+    """The link downloads when the file can be written; when the writer refuses (a 2025
+    Codex rollout), the answer is a page with the reason, not a failed download."""
+    legacy = Path(__file__).resolve().parent.parent / "fixtures" / "codex" / "legacy.jsonl"
+    [conversation] = services.import_conversations(
+        read_transcript(legacy.read_bytes(), name="legacy.jsonl").conversations,
+        via="tests",
+        owner=acting_user(),
+    )
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+
+    page.get_by_role("link", name=re.compile(r"Download as .*Codex.*healed")).click()
+
+    expect(page.get_by_role("heading", level=1)).to_contain_text("cannot be written as")
+    expect(page.locator("main")).to_contain_text("not written back in that layout")
+    # the browser reports the page's status (422), which is the point: nothing else
+    assert [e for e in console_errors if "status of 422" not in e] == []
+    console_errors.clear()
+
+
 def test_the_anthropic_export_link_downloads_the_healed_buffer_in_anthropic_shape(
     page: Page, live_server: LiveServer
 ) -> None:

@@ -1075,6 +1075,25 @@ def test_a_clean_session_is_written_back_line_for_line(name: str | Path) -> None
     assert written == path_of(name).read_text()
 
 
+def test_a_session_at_the_calendars_end_is_healed_without_going_past_it() -> None:
+    """The result written 1 ms after its turn cannot be after 9999-12-31T23:59:59.999Z: it
+    takes the turn's own time (it raised, a 500 on the page's download: review)."""
+    last = "9999-12-31T23:59:59.999Z"
+    text = "\n".join(
+        [
+            prompt("u1", None, "Run it."),
+            response("a1", "u1", "msg_1", tool_use("t1", command="ls")),
+        ]
+    ).replace("2025-11-18T15:02:41.530Z", last)
+    [converted] = read(parse_lines(text)).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    *_, answer = lines_of(written)
+    assert answer["message"]["content"][0]["tool_use_id"] == "t1"
+    assert answer["timestamp"] == last
+
+
 def test_writing_keeps_every_object_line_in_place_and_drops_what_is_not_one() -> None:
     converted = conversation("junk.jsonl")
     objects = [

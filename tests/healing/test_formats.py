@@ -911,6 +911,22 @@ def test_ids_anthropic_refuses_are_written_as_ids_it_takes_each_call_with_its_re
     assert (uses[0], uses[2], uses[4]) == ("get_uv_index_0", "get_uv_index_0_2", "42")
 
 
+def test_an_id_healing_pairs_after_trimming_is_written_alike_for_its_call_and_result() -> None:
+    """Healing pairs ``"abc "`` with ``"abc"`` (ids are trimmed): so does the export."""
+    call = {"id": "abc ", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages = parse_messages(
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "abc", "content": "ok"},
+        ]
+    )
+
+    _, turn, results = write(messages, "anthropic")["messages"]
+
+    assert turn["content"][0]["id"] == results["content"][0]["tool_use_id"] == "abc"
+
+
 def test_openai_chat_written_as_anthropic_regroups_results_into_one_user_message() -> None:
     messages = parse_messages(one(OPENAI_CHAT, "openai-chat").messages)
     written = write(messages, "anthropic")

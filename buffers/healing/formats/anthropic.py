@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from buffers.healing.ids import usable_id
 from buffers.healing.messages import Message, describe
 
 from . import media
@@ -250,7 +251,8 @@ def _write_ids(messages: list[dict[str, Any]]) -> None:
     400 to ``^[a-zA-Z0-9_-]+$`` not matched). An id of another shape (another provider's,
     an integer, the ``#2`` a reader gives an id declared again) becomes its text with each
     other character a ``_``, numbered past an id already in the body; its call and its
-    results alike. An id that fits is written as it is."""
+    results alike, read as healing pairs them (``usable_id``). An id that fits is written
+    as it is."""
     pairs = [
         (block, "id" if block["type"] == "tool_use" else "tool_use_id")
         for message in messages
@@ -279,12 +281,9 @@ def _write_ids(messages: list[dict[str, Any]]) -> None:
 
 
 def _id_text(value: object) -> str | None:
-    """An id as text: a string, or an integer's digits (a result names its call by either)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
+    """An id as healing pairs it (``usable_id``: trimmed, an integer's digits); None for
+    one that names no call, which is written as it is (the verdict refuses it)."""
+    return usable_id(value)
 
 
 def start(message: Message, role: str, content: object) -> dict[str, Any]:

@@ -406,7 +406,10 @@ def _after(previous: str | None, following: str | None) -> str:
     start = _moment(previous)
     if start is None:
         return previous
-    later = start + timedelta(milliseconds=1)
+    try:
+        later = start + timedelta(milliseconds=1)
+    except OverflowError:  # the calendar's last millisecond
+        return previous
     limit = _moment(following) if following else None
     if limit is not None and later > limit:
         return previous
@@ -418,7 +421,10 @@ def _moment(stamp: str) -> datetime | None:
         moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999, past the calendar once in UTC
+        return None
 
 
 def native_name(metadata: Mapping[str, Any]) -> str:
