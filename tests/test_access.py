@@ -465,6 +465,30 @@ def test_a_signed_in_session_writes_only_with_its_csrf_token(people: dict[str, A
     assert Conversation.objects.get(pk=genuine.json()["id"]).owner == people["owner"]
 
 
+@pytest.mark.api
+def test_a_session_write_labelled_multipart_is_a_400_that_asks_for_json(
+    people: dict[str, Any],
+) -> None:
+    """The CSRF check reads a multipart body as a form, which leaves nothing for the API's
+    JSON: a 400 that says so, not a 500 (review)."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(people["owner"])
+    browser.get("/")
+    token = browser.cookies["csrftoken"].value
+    before = Conversation.objects.count()
+
+    answer = browser.post(
+        "/api/conversations",
+        json.dumps({"messages": [{"role": "user", "content": "hi"}]}),
+        content_type="multipart/form-data; boundary=x",
+        headers={"X-CSRFToken": token},
+    )
+
+    assert answer.status_code == 400, answer.content
+    assert "application/json" in answer.json()["detail"]
+    assert Conversation.objects.count() == before
+
+
 def staff_with(django_user_model: Any, *codenames: str) -> Client:
     staff = django_user_model.objects.create_user("helpdesk", is_staff=True)
     staff.user_permissions.add(*Permission.objects.filter(codename__in=codenames))

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, RawPostDataException
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request, server_error
 from ninja.errors import HttpError, ValidationError
@@ -93,6 +93,14 @@ def _too_big(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     problem = healing.Problem("body", f"is larger than the limit of {limit:,} bytes")
     return _error(request, 400, "The body is too large; nothing was written.", [problem])
+
+
+@api.exception_handler(RawPostDataException)
+def _read_as_a_form(request: HttpRequest, error: RawPostDataException) -> HttpResponse:
+    # A session's write labelled multipart: the CSRF check read its body as a form.
+    problem = healing.Problem("header Content-Type", f"is {request.content_type}, not JSON")
+    detail = "The body was read as a form; send it as application/json. Nothing was written."
+    return _error(request, 400, detail, [problem])
 
 
 @api.exception_handler(services.ConversationNotFound)
