@@ -260,7 +260,7 @@ def _write_ids(messages: list[dict[str, Any]]) -> None:
         for block in message["content"]
         if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result")
     ]
-    texts = [_id_text(block.get(key)) for block, key in pairs]
+    texts = [usable_id(block.get(key)) for block, key in pairs]  # None: names no call
     taken = {text for text in texts if text is not None and _TAKEN_ID.fullmatch(text)}
     written: dict[str, str] = {}
     for (block, key), text in zip(pairs, texts, strict=True):
@@ -278,12 +278,6 @@ def _write_ids(messages: list[dict[str, Any]]) -> None:
                 taken.add(fitting)
                 written[text] = fitting
         block[key] = written[text]
-
-
-def _id_text(value: object) -> str | None:
-    """An id as healing pairs it (``usable_id``: trimmed, an integer's digits); None for
-    one that names no call, which is written as it is (the verdict refuses it)."""
-    return usable_id(value)
 
 
 def start(message: Message, role: str, content: object) -> dict[str, Any]:
