@@ -267,7 +267,7 @@ def _write_ids(messages: list[dict[str, Any]]) -> None:
         if text is None:
             continue
         if text not in written:
-            if _TAKEN_ID.fullmatch(text):
+            if text in taken:  # it fits (an id made below is never one read)
                 written[text] = text
             else:
                 stem = _NOT_TAKEN.sub("_", text) or "toolu"

@@ -190,11 +190,13 @@ _SAME_TYPES = {"image/jpg": "image/jpeg"}
 
 
 def _from_url(url: object, kind: Literal["image", "pdf"], filename: object = None) -> Media | None:
-    """A data URL's inline media, or an http(s) URL's (of the kind the part says)."""
+    """A data URL's inline media, or an http(s) URL's: of the kind the part says, else
+    None (a URL source holding another kind's data is not guessed at)."""
     if not isinstance(url, str):
         return None
     if (inline := _DATA_URL.fullmatch(url)) is not None:
-        return _inline(inline["mime"], inline["data"], filename)
+        found = _inline(inline["mime"], inline["data"], filename)
+        return found if found is not None and found.kind == kind else None
     if url.startswith(("https://", "http://")):
         return Media(kind, None, url=url, filename=filename if isinstance(filename, str) else None)
     return None
@@ -210,35 +212,31 @@ def _anthropic(part: dict[str, Any]) -> Media | None:
         found = _inline(source.get("media_type"), source.get("data"), title)
         return found if found is not None and found.kind == kind else None
     if source.get("type") == "url":
-        found = _from_url(source.get("url"), kind, title)
-        return found if found is not None and found.kind == kind else None
+        return _from_url(source.get("url"), kind, title)
     return None
 
 
 def _openai_chat(part: dict[str, Any]) -> Media | None:
     kind = part.get("type")
     if kind == "image_url" and isinstance(part.get("image_url"), dict):
-        found = _from_url(part["image_url"].get("url"), "image")
-        return found if found is not None and found.kind == "image" else None
+        return _from_url(part["image_url"].get("url"), "image")
     if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
         audio = part["input_audio"]
         mime = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(str(audio.get("format")))
         return _inline(mime, audio.get("data"))
     if kind == "file" and isinstance(part.get("file"), dict):
         file = part["file"]
-        found = _from_url(file.get("file_data"), "pdf", file.get("filename"))
-        return found if found is not None and found.kind == "pdf" else None
+        return _from_url(file.get("file_data"), "pdf", file.get("filename"))
     return None
 
 
 def _openai_responses(part: dict[str, Any]) -> Media | None:
     kind = part.get("type")
     if kind == "input_image":
-        found = _from_url(part.get("image_url"), "image")
-        return found if found is not None and found.kind == "image" else None
+        return _from_url(part.get("image_url"), "image")
     if kind == "input_file":  # a file_url may be any kind of file: only a PDF's data crosses
         found = _from_url(part.get("file_data"), "pdf", part.get("filename"))
-        return found if found is not None and found.kind == "pdf" and found.data else None
+        return found if found is not None and found.data else None
     return None
 
 
@@ -249,8 +247,7 @@ def _otel(part: dict[str, Any]) -> Media | None:
     kind: Literal["image", "pdf"] = "pdf" if mime == "application/pdf" else "image"
     if kind == "image" and part.get("modality") != "image":
         return None
-    found = _from_url(part.get("uri"), kind)
-    return found if found is not None and found.kind == kind else None
+    return _from_url(part.get("uri"), kind)
 
 
 def _gemini(part: dict[str, Any]) -> Media | None:
