@@ -11,6 +11,6 @@ class BuffersConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from . import checks  # noqa: F401  (registers the deploy checks)
-        from .search import keep_sqlite_triggers
+        from .triggers import keep_sqlite_triggers
 
         post_migrate.connect(keep_sqlite_triggers, sender=self)

@@ -246,12 +246,18 @@ class Message(models.Model):
         db_constraint=False,
         related_name="messages",
         help_text="Its block's conversation, kept here for the indexes that start with it. "
-        "The block's foreign key is the constraint, and its cascade the delete (a second "
-        "constraint checked each of an import's rows again: migration 0012).",
+        "The block's trigger deletes it (a foreign key checked each of an import's rows "
+        "again: migrations 0012, 0016).",
     )
     # No index of its own: ``message_slot`` (block, slot) starts with it.
     block = models.ForeignKey(
-        Block, on_delete=models.DB_CASCADE, related_name="messages", db_index=False
+        Block,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="messages",
+        db_index=False,
+        help_text="A trigger deletes the block's messages with it (migration 0016: a "
+        "foreign key checked each of an import's rows at the commit).",
     )
     slot = models.IntegerField()
     role = models.CharField(max_length=16, choices=[(r, r) for r in healing.ROLES])
@@ -352,10 +358,16 @@ class DeclaredCall(models.Model):
         db_constraint=False,
         db_index=False,  # ``declared_call_once`` (conversation, call id) starts with it
         related_name="declared_calls",
-        help_text="Its message's conversation; the message's foreign key is the constraint "
-        "and the cascade (migration 0012).",
+        help_text="Its message's conversation; the message's trigger is the cascade "
+        "(migrations 0012, 0016).",
     )
-    message = models.ForeignKey(Message, on_delete=models.DB_CASCADE, related_name="declared_calls")
+    message = models.ForeignKey(
+        Message,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="declared_calls",
+        help_text="A trigger deletes the message's declared calls with it (migration 0016).",
+    )
     call_id = models.TextField()
     ordinal = models.IntegerField(help_text="The call's place in the turn's tool_calls.")
     answered = models.BooleanField(

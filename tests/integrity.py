@@ -3,6 +3,8 @@ columns and counters say what a scan of its messages says."""
 
 from __future__ import annotations
 
+from django.db.models import Exists, OuterRef
+
 from buffers import healing, selectors
 from buffers.models import Block, Conversation, DeclaredCall, Message
 
@@ -30,8 +32,13 @@ def assert_consistent(conversation: Conversation) -> None:
         expected.sendable,
     )
 
-    # The conversation columns that no constraint keeps (migration 0012): each message's
-    # is its block's, and each declared call's its message's.
+    # What no foreign key keeps (migrations 0012, 0016): each message has its block, each
+    # declared call its message, and their conversation columns are their block's and
+    # their message's.
+    blocks_of = Block.objects.filter(pk=OuterRef("block_id"))
+    assert not Message.objects.filter(~Exists(blocks_of), conversation=conversation).exists()
+    messages_of = Message.objects.filter(pk=OuterRef("message_id"))
+    assert not DeclaredCall.objects.filter(~Exists(messages_of), conversation=conversation).exists()
     assert (
         not Message.objects.filter(block__conversation=conversation)
         .exclude(conversation=conversation)

@@ -12,8 +12,8 @@ from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from buffers.models import Conversation
-from buffers.search import keep_sqlite_triggers
+from buffers.models import Conversation, DeclaredCall, Message
+from buffers.triggers import keep_sqlite_triggers
 from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
 from tests.integrity import assert_consistent
 
@@ -186,3 +186,45 @@ def _search_rows(message_ids: list[int]) -> int:
         )
         (count,) = cursor.fetchone()
     return int(count)
+
+
+def _cascade_triggers() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE %s",
+            ["%_forget_with_%"],
+        )
+        return {name for (name,) in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite drops a rebuilt table's triggers")
+def test_the_cascade_triggers_are_made_again_after_a_rebuild_and_only_without_foreign_keys() -> (
+    None
+):
+    """0016's triggers delete a block's messages and a message's declared calls. A later
+    migration that rebuilds either table drops them; post_migrate makes them again. Back
+    before 0016 the foreign keys cascade, and no trigger is made beside them."""
+    made = {"buffers_message_forget_with_block", "buffers_declaredcall_forget_with_message"}
+    with connection.cursor() as cursor:  # what a rebuild of both tables does to them
+        for name in made:
+            cursor.execute(f"DROP TRIGGER {name}")
+    keep_sqlite_triggers()
+    assert _cascade_triggers() == made
+
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("buffers")
+    try:
+        executor.migrate([("buffers", "0015_verdicts_of_refused_parts")])
+        keep_sqlite_triggers()
+        assert _cascade_triggers() == set()
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(latest)
+        keep_sqlite_triggers()
+    assert _cascade_triggers() == made
+    gone = store([user(), assistant("c1"), result("c1")], title="gone")
+    gone.delete()
+    assert not Message.objects.filter(conversation_id=gone.pk).exists()
+    assert not DeclaredCall.objects.filter(conversation_id=gone.pk).exists()

@@ -19,7 +19,7 @@ from pytest_django import DjangoAssertNumQueries
 
 from buffers import healing, search, selectors, services
 from buffers.models import Conversation, Message
-from buffers.search import keep_sqlite_triggers
+from buffers.triggers import keep_sqlite_triggers
 from tests.buffers import acting_user, assistant, parse, result, signed_in, store, user
 
 WORD = "needle"

@@ -227,3 +227,28 @@ def test_an_append_given_a_row_read_before_another_write_plans_on_the_buffer_as_
     assert stored[-1].content == "late"
     assert report.count == len(stored)
     assert_consistent(conversation)
+
+
+@pytest.mark.parametrize("deleted", ["block", "message"])
+def test_a_deleted_block_or_message_takes_what_hangs_on_it_with_it(deleted: str) -> None:
+    """No foreign key cascades these (migration 0016): the database's triggers delete a
+    block's messages and a message's declared calls, and leave every other row."""
+    kept = store([user(), assistant("k1"), result("k1")], title="kept")
+    gone = store([user(), assistant("g1", "g2"), result("g1")], title="gone")
+    declaring = Message.objects.get(conversation=gone, declared_calls__call_id="g1")
+    rows_kept = {model: model.objects.filter(conversation=kept).count() for model in _ROWS}
+
+    if deleted == "block":
+        Block.objects.filter(conversation=gone).delete()
+        assert not Message.objects.filter(conversation=gone).exists()
+    else:
+        Message.objects.filter(pk=declaring.pk).delete()
+        assert Message.objects.filter(conversation=gone).count() == 2
+    assert not DeclaredCall.objects.filter(conversation=gone).exists()
+    assert not DeclaredCall.objects.filter(message_id=declaring.pk).exists()
+    assert {model: model.objects.filter(conversation=kept).count() for model in _ROWS} == (
+        rows_kept
+    )
+
+
+_ROWS = (Block, Message, DeclaredCall)

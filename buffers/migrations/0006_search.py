@@ -29,7 +29,7 @@ SQLITE = [
     "SELECT id, title || ' ' || source FROM buffers_conversation",
 ]
 # IF EXISTS: a later migration undone before this one may have rebuilt a table, and SQLite
-# drops a rebuilt table's triggers (buffers.search.keep_sqlite_triggers).
+# drops a rebuilt table's triggers (buffers.triggers.keep_sqlite_triggers).
 SQLITE_REVERSE = [
     "DROP TRIGGER IF EXISTS buffers_conversationsearch_forget",
     "DROP TRIGGER IF EXISTS buffers_conversationsearch_change",

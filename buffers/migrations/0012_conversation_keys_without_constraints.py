@@ -3,7 +3,7 @@
 # message's) foreign key constrains and cascades. The second constraint was checked again
 # for each row an import writes: on PostgreSQL 250,000 checks at the commit of a
 # 100,000-message import (0.77 s), half of them these (docs/decisions.md, "Import").
-# SQLite rebuilds both tables; buffers.search.keep_sqlite_triggers makes the search
+# SQLite rebuilds both tables; buffers.triggers.keep_sqlite_triggers makes the search
 # index's triggers again after the migration, as after any rebuild.
 
 import django.db.models.deletion

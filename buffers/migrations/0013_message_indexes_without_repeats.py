@@ -7,7 +7,7 @@
 # the block's index took 0.28 s of the insert's 0.72 s (docs/decisions.md, "Import").
 # The indexes are dropped by name, without the table rebuild SQLite makes for an altered
 # foreign key; the checks go with a rebuild (SQLite; a no-op on PostgreSQL), after which
-# buffers.search.keep_sqlite_triggers makes the search index's triggers again.
+# buffers.triggers.keep_sqlite_triggers makes the search index's triggers again.
 
 import django.db.models.deletion
 from django.db import migrations, models

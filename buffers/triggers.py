@@ -1,0 +1,59 @@
+"""The SQLite triggers the schema relies on, made again after every migrate.
+
+SQLite alters a table by making a new one and copying the rows, which drops the table's
+triggers: any later migration that alters one of these tables would leave them unmade.
+So after every migrate (``post_migrate``) they are made again where missing; the rows
+they keep survive a copy (same ids). Each group is made only while the schema has what
+it keeps (a database migrated back before it has not)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The search index's (migration 0006).
+SEARCH = (
+    "CREATE TRIGGER IF NOT EXISTS buffers_messagesearch_forget AFTER DELETE ON buffers_message "
+    "BEGIN DELETE FROM buffers_messagesearch WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_add AFTER INSERT "
+    "ON buffers_conversation BEGIN INSERT INTO buffers_conversationsearch (rowid, words) "
+    "VALUES (new.id, new.title || ' ' || new.source); END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_change AFTER UPDATE OF title, "
+    "source ON buffers_conversation BEGIN UPDATE buffers_conversationsearch "
+    "SET words = new.title || ' ' || new.source WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_forget AFTER DELETE "
+    "ON buffers_conversation BEGIN DELETE FROM buffers_conversationsearch "
+    "WHERE rowid = old.id; END",
+)
+
+# The deletes that no foreign key cascades (migration 0016): a block's messages, and a
+# message's declared calls.
+CASCADES = (
+    "CREATE TRIGGER IF NOT EXISTS buffers_message_forget_with_block AFTER DELETE "
+    "ON buffers_block BEGIN DELETE FROM buffers_message WHERE block_id = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_declaredcall_forget_with_message AFTER DELETE "
+    "ON buffers_message BEGIN DELETE FROM buffers_declaredcall WHERE message_id = old.id; END",
+)
+
+
+def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
+    """``post_migrate``: make the SQLite triggers again where a migration dropped them."""
+    from django.db import connections
+
+    target = connections[using]
+    if target.vendor != "sqlite":
+        return
+    with target.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s",
+            ["buffers_conversationsearch"],
+        )
+        if cursor.fetchone()[0]:  # else migrated back to before the index
+            for sql in SEARCH:
+                cursor.execute(sql)
+        cursor.execute(
+            "SELECT count(*) FROM pragma_foreign_key_list('buffers_message') "
+            "WHERE \"from\" = 'block_id'"
+        )
+        if not cursor.fetchone()[0]:  # else migrated back to when foreign keys cascaded
+            for sql in CASCADES:
+                cursor.execute(sql)
