@@ -313,7 +313,7 @@ class TsVectorField(models.Field[Any, Any]):
 
 
 class MessageSearch(models.Model):
-    """The full-text index of message text (``buffers/search.py``): a row per message that
+    """The full-text index of message text (``buffers/search/``): a row per message that
     has text, written by the service in the transaction of every write.
 
     Its table is made by hand for each backend (migration 0006), so no migration may alter

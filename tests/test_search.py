@@ -45,7 +45,7 @@ def found(query: str) -> set[str]:
     rare = titles(common_share=2)  # never common by the sample
     assert titles() == rare
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(search, "SCAN_FROM", 0)
+        patch.setattr(search.listing, "SCAN_FROM", 0)
         assert titles(common_share=2) == rare, "the ids found by walking the list (SQLite)"
     assert titles(cap=-1, common_share=2) == rare, "as a word past the cap"
     # a share of none of the sample is common
@@ -822,10 +822,10 @@ def test_the_list_search_is_the_same_page_whether_its_word_is_rare_or_common(
     for n in range(12):
         store([user("hay"), user(f"needle {n}" if n % 3 else "straw")], title=f"run {n}")
     store([user("hay")], title="needle in the title")
-    monkeypatch.setattr(search, "COMMON_SHARE", 2)  # never common by the sample
+    monkeypatch.setattr(search.listing, "COMMON_SHARE", 2)  # never common by the sample
     rare = listed(client, "needle")
 
-    monkeypatch.setattr(search, "MATCH_CAP", 2)
+    monkeypatch.setattr(search.listing, "MATCH_CAP", 2)
     common = listed(client, "needle")
 
     assert common == rare
@@ -860,9 +860,9 @@ def test_the_list_shows_the_same_first_hits_whether_its_word_is_rare_or_common(
         found = re.findall(r'<p class="snippet">(.*?)</p>', html, re.DOTALL)
         return found, api, (by_rows(page), by_rows(listed))
 
-    monkeypatch.setattr(search, "COMMON_SHARE", 2)  # never common by the sample
+    monkeypatch.setattr(search.listing, "COMMON_SHARE", 2)  # never common by the sample
     rare, rare_api, rare_by_rows = snippets()
-    monkeypatch.setattr(search, "MATCH_CAP", 2)
+    monkeypatch.setattr(search.listing, "MATCH_CAP", 2)
     common, common_api, common_by_rows = snippets()
 
     assert (common, common_api) == (rare, rare_api)
@@ -882,7 +882,7 @@ def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
     (``SAMPLE_LONGEST``), while they hold ``SAMPLE_ROWS`` messages: a word one in ten of
     them holds is checked conversation by conversation, any other has its ids collected;
     the list is the same."""
-    monkeypatch.setattr(search, "DENSE_SAMPLE", 10)
+    monkeypatch.setattr(search.listing, "DENSE_SAMPLE", 10)
     store([user("hay"), user("a needle")], title="the needle")
     for n in range(9):
         store([user("hay")], title=f"hay {n}")
@@ -892,12 +892,12 @@ def test_a_word_that_one_in_ten_recent_conversations_holds_is_common(
 
     assert common(), "one of the ten most recent holds it"
     assert listed(client, "needle") == ["the needle"]
-    monkeypatch.setattr(search, "SAMPLE_ROWS", 9)
+    monkeypatch.setattr(search.listing, "SAMPLE_ROWS", 9)
     assert not common(), "the nine most recent hold the nine messages the sample reads"
-    monkeypatch.setattr(search, "SAMPLE_ROWS", 11)
-    monkeypatch.setattr(search, "SAMPLE_LONGEST", 1)
+    monkeypatch.setattr(search.listing, "SAMPLE_ROWS", 11)
+    monkeypatch.setattr(search.listing, "SAMPLE_LONGEST", 1)
     assert not common(), "its one conversation is too long for the sample"
-    monkeypatch.setattr(search, "SAMPLE_LONGEST", 2)
+    monkeypatch.setattr(search.listing, "SAMPLE_LONGEST", 2)
     store([user("hay")], title="newer hay")
     assert not common(), "it is no longer among the ten most recent"
     assert listed(client, "needle") == ["the needle"]
@@ -921,14 +921,14 @@ def test_sqlite_walks_the_list_for_many_ids_of_a_word_the_sample_finds_often(
         assert [c.title for c in page] == ["run 15", "run 0"]
         return page.all().explain()
 
-    monkeypatch.setattr(search, "SCAN_FROM", 0.2)  # 2 ids x 2/30 of the sample: 0.13
+    monkeypatch.setattr(search.listing, "SCAN_FROM", 0.2)  # 2 ids x 2/30 of the sample: 0.13
     assert "USING INTEGER PRIMARY KEY" in plan()
-    monkeypatch.setattr(search, "SCAN_FROM", 0.1)
+    monkeypatch.setattr(search.listing, "SCAN_FROM", 0.1)
     assert "SCAN buffers_conversation USING INDEX conversation_recent" in plan()
     assert listed(client, "needle") == ["run 15", "run 0"]
-    monkeypatch.setattr(search, "SAMPLE_FEWEST", 31)
+    monkeypatch.setattr(search.listing, "SAMPLE_FEWEST", 31)
     assert "USING INTEGER PRIMARY KEY" in plan(), "30 sampled are too few to say a share"
-    monkeypatch.setattr(search, "SAMPLE_FEWEST", 10)
+    monkeypatch.setattr(search.listing, "SAMPLE_FEWEST", 10)
 
     def walked(url: str) -> bool:
         with CaptureQueriesContext(connection) as queries:
@@ -959,7 +959,7 @@ def test_a_sample_of_fewer_than_ten_conversations_finds_nothing_common(
     assert not common(), "all nine hold it, but nine are too few"
     store([user("a needle")], title="run 9")
     assert common(), "ten hold it"
-    monkeypatch.setattr(search, "SAMPLE_LONGEST", 0)
+    monkeypatch.setattr(search.listing, "SAMPLE_LONGEST", 0)
     assert not common(), "none is short enough to sample"
     assert len(listed(client, "needle")) == 10
 

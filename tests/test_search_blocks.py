@@ -1,4 +1,4 @@
-"""The search inside a conversation counts its hits block by block (``buffers/search.py``,
+"""The search inside a conversation counts its hits block by block (``buffers/search/hits.py``,
 ``_weighed_hits``): on PostgreSQL each index row holds its message's block (migration
 0010), and only the few blocks next to the current hit have their messages read. Every
 step and count must be what the buffer itself says, over buffers of many small blocks,

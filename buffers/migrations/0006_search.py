@@ -1,4 +1,4 @@
-# The full-text index (buffers/search.py): a table per backend, made by hand, and every
+# The full-text index (buffers/search/): a table per backend, made by hand, and every
 # message already stored indexed.
 
 import django.db.models.deletion

@@ -1,4 +1,4 @@
-# Each row of PostgreSQL's search index holds its message's block (buffers/search.py,
+# Each row of PostgreSQL's search index holds its message's block (buffers/search/hits.py,
 # ``_weighed_hits``): counting the hits of a search inside a conversation, and finding the
 # next, then read the message rows of a few blocks, never of every hit. A message's block
 # never changes (a heal shifts slots and block starts), so the insert writes it; should a

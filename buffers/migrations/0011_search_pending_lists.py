@@ -1,4 +1,4 @@
-# PostgreSQL's GIN indexes of the search (buffers/search.py) keep new entries in a pending
+# PostgreSQL's GIN indexes of the search (buffers/search/) keep new entries in a pending
 # list, merged into the index by vacuum or once the list is full, and every search reads
 # all of that list: a full list (4 MB by default) cost a search for a rare word 3.6 ms on
 # the messages' index and 7 ms on the titles', where the index itself took 0.05 ms

@@ -1,0 +1,276 @@
+"""The list's search: which conversations hold the words (``matching_conversations``), and
+the first hit of each listed one for its snippet (``first_hits``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
+
+from .hits import Hit, hit_of, messages_of
+from .words import fts_body, is_prefix, pg_query
+
+PG_CONVERSATION_DOCUMENT = (
+    "strip(to_tsvector('simple'::regconfig, "
+    "regexp_replace(title || ' ' || source, '[[:punct:]]+', ' ', 'g')))"
+)
+"""PostgreSQL: the expression the titles-and-sources GIN index is on (migration 0006),
+which a query must repeat verbatim for the planner to use the index. Punctuation becomes
+a space first, as ``words_of`` reads it, so that ``export.jsonl`` is two words."""
+
+
+MATCH_CAP = 10_000
+"""The list's search collects up to this many matching conversations' ids; a query that
+matches more is common, and is checked conversation by conversation instead."""
+
+
+DENSE_SAMPLE = 200
+
+
+SAMPLE_LONGEST = 1_000
+
+
+SAMPLE_ROWS = 5_000
+
+
+SAMPLE_FEWEST = 10
+
+
+COMMON_SHARE = 0.1
+"""A query that matches at least this share of the sample is common, and no ids are
+collected (see ``matching_conversations``). The sample: of the ``DENSE_SAMPLE`` most
+recently updated conversations, those of ``SAMPLE_LONGEST`` messages or fewer, in that
+order, while they hold ``SAMPLE_ROWS`` messages in all (a conversation without the words
+is read to its end); a sample of fewer than ``SAMPLE_FEWEST`` conversations says nothing
+common (one hit among five long ones is no share to walk a long list by)."""
+
+
+SCAN_FROM = 100
+"""SQLite: the collected ids are found by walking the list in its order (its index) rather
+than one by one by key, when their number times the share of the sample that holds the
+words reaches this (and no filter but visibility narrows the list, whose matches would then
+be rarer along the walk than the sample says: with no unanswered conversation, the walk
+read the whole list; and a sample of fewer than ``SAMPLE_FEWEST`` gives no share). The
+walk reads about 50 / share conversations for a first page and 300 / share for its count,
+a quarter the cost of a lookup each; the lookups read every id, then sort them (5,050
+ids: 6 ms, the walk 1 ms; 1,010 ids at 1%: 0.6 against 1.4 ms)."""
+
+
+@dataclass(frozen=True)
+class Matching:
+    """The list's conversations that hold the words: ``condition`` filters the list, and
+    ``per_conversation`` says it checks each conversation as the list reaches it (the words
+    are common; then ``first_hits`` finds their hits the same way: pass it on)."""
+
+    condition: Q
+    per_conversation: bool = False
+
+
+def matching_conversations(
+    words: Sequence[str],
+    *,
+    narrowed: bool = False,
+    cap: int | None = None,
+    common_share: float | None = None,
+) -> Matching:
+    """Conversations whose title and source, or one of whose messages, hold every word.
+
+    One query first, whatever the numbers. It samples the most recently updated
+    conversations, one by one (``COMMON_SHARE``): when one in ten holds the words they
+    are common, and it goes no further. Else it reads the ids of up to ``MATCH_CAP``
+    conversations with a matching message, and under the cap the list filters on those
+    ids. A common word (by the sample, or past the cap) is not collected: that would read
+    every matching message (a million for "report"), twice, for the count and for the
+    page; instead each conversation is checked as the ordered list reaches it
+    (``EXISTS``), so the page and the bounded count stop after a few hundred. The sample
+    keeps that walk for words it finds often (a few conversations read per listed one),
+    and the cap lets a word held by a few percent of a long list be collected rather
+    than walked (at 5%, the walk read 6,000 conversations for a page and its count).
+
+    ``narrowed``: the list is filtered by more than its visibility (unanswered, healed,
+    rejected...), so the sample's share says nothing of how soon a walk of it meets the
+    words (``SCAN_FROM``). ``cap`` and ``common_share`` stand in for ``MATCH_CAP`` and
+    ``COMMON_SHARE`` (tests take each path with a few rows).
+    """
+    if not words:
+        return Matching(Q(pk__in=[]))
+    cap = MATCH_CAP if cap is None else cap
+    share = COMMON_SHARE if common_share is None else common_share
+    ids, common, sampled_share = _matching_ids(words, cap, share)
+    if common or len(ids) > cap:
+        return Matching(Q(_each_conversation_holds(words)), per_conversation=True)
+    # PostgreSQL's ids include the conversations whose title and source match: ORed with
+    # their index's condition, the planner walked the list's whole order instead.
+    titles = Q() if connection.vendor == "postgresql" else _titles_match(words)
+    if not ids:
+        return Matching(titles if titles else Q(pk__in=[]))
+    # The ids written into the statement (integers from the database): as parameters,
+    # Django would prepare and the driver quote thousands of them, twice, for the count and
+    # the page (20 ms), where the database takes 2 ms.
+    listed = ", ".join(str(int(pk)) for pk in ids)
+    column = "buffers_conversation.id"
+    if connection.vendor == "sqlite" and not narrowed and len(ids) * sampled_share >= SCAN_FROM:
+        column = f"+{column}"  # not usable by an index: the list's order is walked instead
+    among = RawSQL(f"{column} IN ({listed})", (), output_field=BooleanField())
+    return Matching(Q(among) | titles)
+
+
+def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[int], bool, float]:
+    """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
+    whose title and source match), whether the sample found the word common (then no ids
+    are read), and, on SQLite, the share of the sample that holds the words (else 0)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            query = pg_query(words)
+            # The sample is an InitPlan, run once; when it finds the word common the
+            # one-time filter skips the index scan. OFFSET 0 keeps the ids read through
+            # the GIN index (never the btree walked in order, all of it for a rare word).
+            cursor.execute(
+                _sample_sql(_pg_conversation_holds("c.id"))
+                + "SELECT NULL FROM sample WHERE common UNION ALL ("
+                "SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
+                "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
+                "UNION ALL (SELECT c.id FROM buffers_conversation c "
+                f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery OFFSET 0)) m "
+                "WHERE NOT (SELECT common FROM sample) LIMIT %s)",
+                [*_sample_parameters([query], share), query, query, max(cap + 1, 0)],
+            )
+        else:
+            # FTS5 gives a word's rows as it finds them, so DISTINCT ... LIMIT stops early,
+            # but it gathers every match of a prefix before the first (18 ms for "report"
+            # over a million messages): the sample keeps such words from asking.
+            holds, needles = _sqlite_words_held(words)
+            cursor.execute(
+                _sample_sql(
+                    "EXISTS (SELECT 1 FROM buffers_message m JOIN buffers_messagesearch s "
+                    f"ON s.rowid = m.id WHERE m.conversation_id = c.id AND {holds})"
+                )
+                + "SELECT NULL, 0.0 FROM sample WHERE common UNION ALL SELECT "
+                "p.conversation_id, sample.share FROM sample CROSS JOIN (SELECT DISTINCT "
+                "conversation_id "
+                "FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s LIMIT %s) p "
+                "WHERE NOT sample.common",
+                [
+                    *_sample_parameters(needles, share),
+                    f"body : ({fts_body(words)})",
+                    max(cap + 1, 0),
+                ],
+            )
+        rows = cursor.fetchall()
+    if any(row[0] is None for row in rows):
+        return [], True, 0.0
+    share = float(rows[0][1]) if rows and len(rows[0]) > 1 else 0.0
+    return [int(row[0]) for row in rows], False, share
+
+
+def _sample_sql(holds: str) -> str:
+    """The ``sample`` of ``matching_conversations`` (``COMMON_SHARE``): whether the words
+    are common among the most recent conversations, ``holds`` saying that the sampled
+    conversation ``c`` holds them. Its parameters: ``_sample_parameters``."""
+    return (
+        "WITH recent AS MATERIALIZED (SELECT r.id, sum(r.message_count) OVER "
+        "(ORDER BY r.updated_at DESC, r.id DESC) AS reach FROM (SELECT c.id, "
+        "c.message_count, c.updated_at FROM buffers_conversation c "
+        "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s) r WHERE r.message_count <= %s), "
+        "sample AS MATERIALIZED (SELECT s.sampled >= %s AND s.hits >= %s * s.sampled "
+        "AS common, CASE WHEN s.sampled >= %s THEN s.hits * 1.0 / s.sampled ELSE 0 END "
+        "AS share FROM (SELECT "
+        f"count(*) AS sampled, coalesce(sum(CASE WHEN {holds} THEN 1 ELSE 0 END), 0) AS hits "
+        "FROM recent c WHERE c.reach <= %s) s) "
+    )
+
+
+def _sample_parameters(holds: Sequence[str], share: float) -> list[int | float | str]:
+    return [DENSE_SAMPLE, SAMPLE_LONGEST, SAMPLE_FEWEST, share, SAMPLE_FEWEST, *holds, SAMPLE_ROWS]
+
+
+def _titles_match(words: Sequence[str]) -> Q:
+    """SQLite: the list's conversations whose title and source hold every word."""
+    sql = "SELECT rowid FROM buffers_conversationsearch WHERE buffers_conversationsearch MATCH %s"
+    return Q(pk__in=RawSQL(sql, (fts_body(words),)))
+
+
+def _each_conversation_holds(words: Sequence[str]) -> RawSQL:
+    """A condition on each conversation of the list (``buffers_conversation``, its table
+    unaliased as the list's main query has it): one of its messages, or its title and
+    source, holds every word. Checked as the ordered list reaches each conversation."""
+    if connection.vendor == "postgresql":
+        query = pg_query(words)
+        sql = (
+            f"({_pg_conversation_holds('buffers_conversation.id')} OR "
+            "buffers_conversation.id IN (SELECT c.id FROM buffers_conversation c "
+            f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery))"
+        )
+        return RawSQL(sql, (query, query), output_field=BooleanField())
+    holds, needles = _sqlite_words_held(words)
+    sql = (
+        "(EXISTS (SELECT 1 FROM buffers_message m JOIN buffers_messagesearch s "
+        "ON s.rowid = m.id WHERE m.conversation_id = buffers_conversation.id "
+        f"AND {holds}) OR buffers_conversation.id IN (SELECT rowid FROM "
+        "buffers_conversationsearch WHERE buffers_conversationsearch MATCH %s))"
+    )
+    return RawSQL(sql, (*needles, fts_body(words)), output_field=BooleanField())
+
+
+def _pg_conversation_holds(conversation_id: str) -> str:
+    """PostgreSQL: a condition that a message of the conversation whose id is the column
+    ``conversation_id`` holds the words of a ``%s`` tsquery, read row by row until one
+    does. The fence (OFFSET 0) keeps the GIN index out of it: asked per conversation, a
+    common word's whole entry there (5,000 rows, 0.26 ms) was read for each of a list's
+    conversations, a plan the planner chose where statistics were missing (350 ms)."""
+    return (
+        "EXISTS (SELECT 1 FROM (SELECT s.document FROM buffers_messagesearch s "
+        f"WHERE s.conversation_id = {conversation_id} OFFSET 0) s "
+        "WHERE s.document @@ %s::tsquery)"
+    )
+
+
+def _sqlite_words_held(words: Sequence[str]) -> tuple[str, list[str]]:
+    """SQLite: a condition that the index row ``s`` holds every word, and its parameters.
+    An FTS5 query of a prefix gathers every match of it first (18 ms for "report" over a
+    million messages), too much to ask of each conversation: the words of its messages
+    are read by rowid instead, each indexed word after a space (``words_of``)."""
+    holds = " AND ".join(["instr(' ' || s.body || ' ', %s)"] * len(words))
+    return holds, [f" {w}" if is_prefix(w) else f" {w} " for w in words]
+
+
+def first_hits(
+    conversation_ids: Sequence[int], words: Sequence[str], *, per_conversation: bool = False
+) -> dict[int, Hit]:
+    """For each of these conversations that has a message holding the words, one such
+    message (the first written) with a snippet. Two queries, whatever the numbers.
+    ``per_conversation``: the list checked each conversation on its own (``Matching``); on SQLite
+    their messages are then read as that check read them."""
+    if not conversation_ids or not words:
+        return {}
+    ids = sorted(set(conversation_ids))
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite" and per_conversation:
+            holds, needles = _sqlite_words_held(words)
+            listed = ", ".join(str(int(pk)) for pk in ids)
+            cursor.execute(
+                "SELECT (SELECT m.id FROM buffers_message m JOIN buffers_messagesearch s "
+                f"ON s.rowid = m.id WHERE m.conversation_id = c.id AND {holds} "
+                f"ORDER BY m.id LIMIT 1) FROM buffers_conversation c WHERE c.id IN ({listed})",
+                needles,
+            )
+        elif connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT MIN(message_id) FROM buffers_messagesearch "
+                "WHERE conversation_id = ANY(%s) AND document @@ %s::tsquery "
+                "GROUP BY conversation_id",
+                [ids, pg_query(words)],
+            )
+        else:
+            within = " OR ".join(f'"{pk}"' for pk in ids)
+            cursor.execute(
+                "SELECT MIN(rowid) FROM buffers_messagesearch WHERE buffers_messagesearch "
+                "MATCH %s GROUP BY conversation_id",
+                [f"conversation_id : ({within}) AND body : ({fts_body(words)})"],
+            )
+        message_ids = [pk for (pk,) in cursor.fetchall() if pk is not None]
+    hits = [hit_of(row, words) for row in messages_of(message_ids)]
+    return {hit.conversation_id: hit for hit in hits}

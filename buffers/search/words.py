@@ -1,0 +1,163 @@
+"""What of a message is searchable, as words (``text_of``, ``words_of``), and a query's
+words in each database's query syntax. No Django: both backends' index holds these words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from buffers import healing
+from buffers.healing import jsontext
+
+MAX_QUERY = 200
+"""The most characters of a query read; the rest is ignored."""
+
+
+MAX_TERMS = 8
+"""The most words of a query used."""
+
+
+INDEXED_CHARS = 200_000
+"""A message's text is indexed up to this many characters (a tsvector holds 1 MB)."""
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+MAX_WORD = 200
+"""Longer words (base64, minified code) are not indexed: PostgreSQL takes 2,047 bytes."""
+
+
+# ASCII text, the common case, in one pass: letters lowercased, all else a space.
+_ASCII_WORDS = bytes(
+    byte + 32 if 65 <= byte <= 90 else byte if chr(byte).isalnum() and byte < 128 else 32
+    for byte in range(256)
+)
+
+
+_PG_MAX_DOCUMENT = 900_000
+
+
+# Keys of structured content whose values are not text a reader would look for.
+_NOT_TEXT = frozenset(
+    {
+        "type",
+        "id",
+        "tool_use_id",
+        "tool_call_id",
+        "call_id",
+        "data",
+        "image_url",
+        "source",
+        "signature",
+        "cache_control",
+        "mime_type",
+        "media_type",
+    }
+)
+
+
+def text_of(role: str, content: Any, metadata: Mapping[str, Any]) -> str:
+    """The searchable text of a message (see the module docstring)."""
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif content is not None:
+        _collect(content, parts)
+    if role == "assistant":
+        calls = metadata.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, dict):
+                    _call_text(call, parts)
+    text = parts[0] if len(parts) == 1 else "\n".join(parts)
+    return text[:INDEXED_CHARS]
+
+
+def message_text(message: healing.Message) -> str:
+    return text_of(message.role, message.content, message.metadata)
+
+
+def words_of(text: str) -> str:
+    """The words of a text as the index holds them: each once, space-separated, in no
+    particular order; "" when there are none."""
+    if text.isascii():
+        found = set(text.encode().translate(_ASCII_WORDS).split())
+        if len(text) > MAX_WORD:
+            found = {w for w in found if len(w) <= MAX_WORD}
+        return b" ".join(found).decode()
+    words = set(_WORD.findall(text.lower()))
+    if len(text) > MAX_WORD:
+        words = {w for w in words if len(w) <= MAX_WORD}
+    joined = " ".join(words)
+    if len(joined) > _PG_MAX_DOCUMENT // 4 and len(joined.encode()) > _PG_MAX_DOCUMENT:
+        joined = joined.encode()[:_PG_MAX_DOCUMENT].decode(errors="ignore").rpartition(" ")[0]
+    return joined
+
+
+def _collect(value: Any, parts: list[str]) -> None:
+    """The text inside structured content: strings, except under keys that hold none."""
+    if isinstance(value, str):
+        if value and not value.startswith("data:"):
+            parts.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _collect(item, parts)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in _NOT_TEXT:
+                _collect(item, parts)
+
+
+def _call_text(call: dict[str, Any], parts: list[str]) -> None:
+    """A tool call's name and arguments, in the spellings ``presenters`` reads."""
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
+    name = call.get("name") or function.get("name")
+    if isinstance(name, str):
+        parts.append(name)
+    arguments = next(
+        (call[key] for key in ("args", "arguments", "input") if key in call),
+        function.get("arguments"),
+    )
+    if isinstance(arguments, str):
+        parts.append(arguments)
+    elif arguments is not None:
+        parts.append(jsontext.dumps(arguments))
+
+
+# Queries.
+
+
+def clean(query: str | None) -> str:
+    """A query as it is searched for: at most ``MAX_QUERY`` characters, without control
+    characters (U+0000 among them, which PostgreSQL cannot take), trimmed."""
+    if not query:
+        return ""
+    query = query[:MAX_QUERY]
+    if not query.isprintable():
+        query = "".join(c if c.isprintable() else " " for c in query)
+    return query.strip()
+
+
+def terms(query: str) -> list[str]:
+    """The words of a query, as ``words_of`` reads text, in their order, at most
+    ``MAX_TERMS``; a word too long to be indexed is kept (it then finds nothing)."""
+    return list(dict.fromkeys(_WORD.findall(clean(query).lower())))[:MAX_TERMS]
+
+
+def is_prefix(term: str) -> bool:
+    return len(term) >= 2
+
+
+def pg_query(words: Sequence[str]) -> str:
+    """A tsquery literal (read as is: no parser, no dictionary): words are letters and
+    digits only, so nothing in them is tsquery syntax."""
+    return " & ".join(f"'{w}':*" if is_prefix(w) else f"'{w}'" for w in words)
+
+
+def fts_body(words: Sequence[str]) -> str:
+    """An FTS5 query of the words, each (of two characters or more) as a prefix."""
+    # Quoted: a word such as "and" or "near" is a word, not an operator.
+    return " AND ".join(f'"{w}"*' if is_prefix(w) else f'"{w}"' for w in words)
