@@ -565,11 +565,33 @@ def test_an_anthropic_result_with_null_content_writes_back_with_null_content() -
 
 
 def test_openai_chat_writes_a_missing_content_as_null() -> None:
-    document = {"messages": [{"role": "assistant", "tool_calls": []}]}
+    document = {"messages": [{"role": "assistant", "tool_calls": [_call("c1")]}]}
 
     assert round_trip(document, "openai-chat") == {
-        "messages": [{"role": "assistant", "content": None, "tool_calls": []}]
+        "messages": [{"role": "assistant", "content": None, "tool_calls": [_call("c1")]}]
     }
+
+
+def test_openai_chat_leaves_out_an_empty_list_of_calls_which_openai_refuses() -> None:
+    """OpenAI answers 400 ``empty_array`` for ``tool_calls: []`` (openai-python's
+    ``.parse()`` writes it); a turn without calls goes without the key."""
+    document = {
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "done", "tool_calls": []},
+        ]
+    }
+
+    assert round_trip(document, "openai-chat") == {
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "done"},
+        ]
+    }
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
 # Detection.

@@ -115,6 +115,8 @@ def write_message(message: Message) -> dict[str, Any]:
     calls = declared(message)
     if calls:
         written["tool_calls"] = [tool_call(call) for call in calls]
+    else:  # kept as read, ``[]`` is refused: "empty array. Expected ... minimum length 1"
+        written.pop("tool_calls", None)
     return written
 
 
