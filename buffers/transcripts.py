@@ -290,7 +290,10 @@ _FAMILY = frozenset({"stored", *formats.FORMATS})
 
 def _documents_per_line(source: formats.Source, format: str, title: str) -> TranscriptReading:
     """A JSONL file whose every line is a document of its own (a conversation in the stored
-    shape, an OpenAI Chat body...), read strictly: a line that is not JSON is an error."""
+    shape, an OpenAI Chat body...), read strictly: a line that is not JSON is an error, and
+    so is a file without a line (as an empty ``.json`` file is)."""
+    if not source.lines and not source.unreadable:
+        raise InvalidInput([Problem("file", "holds no lines")])
     problems = [skipped.problem() for skipped in source.unreadable]
     conversations: list[ConversationIn] = []
     read_as: list[str] = []

@@ -337,6 +337,10 @@ BAD_FILES = [
         ],
         id="an error on line 3 when lines 1 and 2 are fine",
     ),
+    pytest.param("empty.jsonl", "", ["file: holds no lines"], id="an empty JSONL file"),
+    pytest.param(
+        "blank.jsonl", "\n  \n\n", ["file: holds no lines"], id="a JSONL file of blank lines"
+    ),
     pytest.param(
         "scope.json",
         '{"scope": "team", "scope_id": "t1", "messages": []}',
