@@ -245,6 +245,8 @@ def _refused(seen: Read, provider: str, family: str, name: str) -> Rejection:
     taker = PROVIDER_NAMES[provider]
     if family == "none":
         why = " in no provider's shape (a part of that type holds other keys), which none takes"
+    elif family == "textless":
+        why = " whose text is missing or not a string, which no provider takes"
     elif family in (provider, "openai"):
         why = f", which {taker} takes in no {seen.message.role} message"
     else:

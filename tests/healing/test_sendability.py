@@ -633,6 +633,28 @@ def test_text_in_any_spelling_and_parts_of_no_known_shape_are_not_judged(provide
     assert rejections(provider, {"role": "user", "content": spellings}) == []
 
 
+@pytest.mark.parametrize(
+    ("part", "named"),
+    [
+        ({"type": "text"}, "a text part"),  # OpenTelemetry's, when content is not captured
+        ({"type": "text", "text": None}, "a text part"),
+        ({"type": "input_text", "text": 5}, "an input_text part"),
+        ({"type": "output_text", "content": "OpenTelemetry's key"}, "an output_text part"),
+    ],
+)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_text_part_without_its_text_is_refused_by_every_provider(
+    provider: str, part: dict[str, Any], named: str
+) -> None:
+    [(index, reason, sentence)] = rejections(provider, *holding(part), assistant(content="ok"))
+
+    assert (index, reason) == (0, "refused_part")
+    assert sentence == (
+        f"the user message at message 0 holds {named} whose text is missing or not a string, "
+        "which no provider takes"
+    )
+
+
 def test_an_image_in_a_tool_result_goes_where_each_provider_takes_one() -> None:
     """Anthropic and OpenAI Responses take an image in a result, Gemini any JSON in its
     ``functionResponse.response``; an OpenAI Chat tool message holds text only."""

@@ -31,12 +31,14 @@ from typing import Any, Literal
 
 from .common import text_of
 
-Family = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "openai", "otel", "none"]
+Family = Literal[
+    "anthropic", "openai-chat", "openai-responses", "gemini", "openai", "otel", "none", "textless"
+]
 """A part's family: a provider's; ``openai``, a part both OpenAI APIs take (``refusal``);
 ``otel``, an OpenTelemetry GenAI ``blob`` or ``uri`` part, which no provider takes as it
 is but whose image or PDF each can be sent; ``none``, a part named as a provider's type
 names one but not in its shape (an ``image`` without Anthropic's ``source``), which no
-provider takes."""
+provider takes; ``textless``, a text part without its text, which no provider takes."""
 
 _TYPED_PARTS: dict[Family, frozenset[str]] = {
     "anthropic": frozenset(
@@ -66,6 +68,9 @@ _TYPED_PARTS: dict[Family, frozenset[str]] = {
 }
 """Content part types by family: each provider's, which its API alone takes; ``refusal``,
 both OpenAI APIs'; OpenTelemetry's, which none takes as they are."""
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+"""The types of a text part, in each provider's spelling: one without a string ``text``
+(OpenTelemetry's when content is not captured; a log's ``"text": null``) is no provider's."""
 _SHAPES: dict[str, tuple[str, ...]] = {
     "image": ("source",),
     "document": ("source",),
@@ -105,6 +110,8 @@ def part_family(part: object) -> tuple[Family, str] | None:
         return None
     kind = part.get("type")
     if isinstance(kind, str):
+        if kind in _TEXT_TYPES:  # its text is missing or not a string (text_of said so)
+            return "textless", f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
         for family, kinds in _TYPED_PARTS.items():
             if kind in kinds:
                 name = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
@@ -308,7 +315,7 @@ def taken(part: object, provider: str, role: str) -> bool:
     if found is None:
         return True
     family = found[0]
-    if family == "none":
+    if family in ("none", "textless"):
         return False
     if family == provider or (family == "openai" and provider.startswith("openai")):
         assert isinstance(part, dict)
@@ -336,7 +343,7 @@ def translated(part: object, provider: str, role: str) -> dict[str, Any] | None:
     """``part`` in ``provider``'s shape, for a ``role`` message, when it is another
     provider's and ``provider`` takes what it holds there; else None."""
     found = part_family(part)
-    if found is None or found[0] in (provider, "none"):
+    if found is None or found[0] in (provider, "none", "textless"):
         return None
     assert isinstance(part, dict)
     if found[0] == "openai":  # a refusal, to a provider that has no part for one: its text
