@@ -21,11 +21,12 @@ from buffers.healing import (
     parse_messages,
     result_call_id,
 )
-from buffers.healing.formats import READABLE, Source, detect_source, parse_lines
+from buffers.healing.formats import READABLE, Source, detect_source, parse_lines, write
 from buffers.healing.formats.common import Problems
 from buffers.healing.formats.otel_genai import FORMAT, MessageReader, fits, read, read_messages
 from buffers.healing.formats.source import Entry, Reading, parse_values
 from buffers.healing.messages import json_problem
+from buffers.healing.sendability import check_all
 
 from .test_formats import ROUND_TRIPS, json_values
 
@@ -427,6 +428,47 @@ def test_media_and_unknown_parts_are_content_parts_as_they_are() -> None:
 
     assert rows[0]["content"] == [{"type": "text", "text": "What is in these?"}, blob, uri]
     assert rows[1]["content"] == [refusal]
+
+
+def test_pydantic_ais_earlier_media_parts_are_read_as_the_conventions_uri_and_blob() -> None:
+    """pydantic-ai's instrumentation before version 4 wrote ``image-url`` (and audio, video,
+    document) parts with a ``url``, and ``binary`` parts with ``media_type`` and
+    ``content`` (earlier ``binary_content``): read as the conventions' ``uri`` and
+    ``blob``, whose images each provider is sent in its own shape."""
+    document = [
+        message(
+            "user",
+            text("What is in these?"),
+            {"type": "image-url", "url": "https://example.com/cat.png"},
+            {"type": "binary", "media_type": "image/png", "content": "iVBORw0KGgo="},
+            {"type": "binary", "media_type": "image/gif", "binary_content": "R0lGOD=="},
+            {"type": "document-url", "url": "https://example.com/a.pdf"},
+        ),
+        message("assistant", text("Cats.")),
+    ]
+    rows = read(Source(document=document)).conversations[0].messages
+
+    assert rows[0]["content"][1:] == [
+        {"type": "uri", "modality": "image", "uri": "https://example.com/cat.png"},
+        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0KGgo="},
+        {"type": "blob", "modality": "image", "mime_type": "image/gif", "content": "R0lGOD=="},
+        {"type": "uri", "uri": "https://example.com/a.pdf"},
+    ]
+    # The document's URL names no type: no provider can be told it is a PDF.
+    assert not any(v.accepted for v in check_all(parse_messages(rows)).values())
+    without_document = parse_messages([{**rows[0], "content": rows[0]["content"][:4]}, *rows[1:]])
+    refused = {p for p, verdict in check_all(without_document).items() if not verdict.accepted}
+    assert refused == {"gemini"}  # which takes no image by its URL
+    anthropic = write(without_document, "anthropic")["messages"][0]["content"]
+    assert anthropic[1] == {
+        "type": "image",
+        "source": {"type": "url", "url": "https://example.com/cat.png"},
+    }
+    assert anthropic[2]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": "iVBORw0KGgo=",
+    }
 
 
 def test_provider_side_tools_are_kept_in_place_and_declare_no_call() -> None:

@@ -477,7 +477,7 @@ class MessageReader:
                 else:
                     self.refuse_part(part, path, index, place)
             else:
-                content.append(text_part(part))
+                content.append(text_part(conventions_part(part)))
                 kinds.append("content")
                 text_after_call = text_after_call or bool(calls)
         role = stored_role(written_role)
@@ -631,6 +631,41 @@ def _in_layout(part: object) -> bool:
     return isinstance(part, dict) and (
         part.get("builtin") is True or part.get("type") in KEPT_IN_LAYOUT
     )
+
+
+_MEDIA_URLS = {
+    "image-url": "image",
+    "audio-url": "audio",
+    "video-url": "video",
+    "document-url": None,
+}
+
+
+def conventions_part(part: dict[str, Any]) -> dict[str, Any]:
+    """A media part as the conventions spell it: pydantic-ai's instrumentation before its
+    version 4 wrote ``image-url`` (audio, video, document) parts with a ``url``, and
+    ``binary`` parts with ``media_type`` and ``content`` (earlier ``binary_content``),
+    which are the conventions' ``uri`` and ``blob`` (a document has no modality there)."""
+    kind = part["type"]
+    if kind in _MEDIA_URLS and isinstance(part.get("url"), str):
+        modality = _MEDIA_URLS[kind]
+        rest = without(part, "type", "url")
+        return {
+            "type": "uri",
+            **({"modality": modality} if modality else {}),
+            "uri": part["url"],
+        } | rest
+    data = part.get("content", part.get("binary_content"))
+    if kind == "binary" and isinstance(part.get("media_type"), str) and isinstance(data, str):
+        mime = part["media_type"]
+        modality = mime.partition("/")[0]
+        return {
+            "type": "blob",
+            **({"modality": modality} if modality in ("image", "audio", "video") else {}),
+            "mime_type": mime,
+            "content": data,
+        } | without(part, "type", "media_type", "content", "binary_content")
+    return part
 
 
 def text_part(part: Any) -> Any:
