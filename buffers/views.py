@@ -27,6 +27,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
@@ -106,6 +107,7 @@ def _int(value: str | None) -> int | None:
 
 
 @require_safe
+@vary_on_headers("HX-Request")
 def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
     show = _choice(request.GET.get("show"), FILTERS, "all")
     sort = _choice(request.GET.get("sort"), SORTS, "updated")
@@ -141,7 +143,8 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
         "sorts": SORTS,
     }
     template = "buffers/conversation_list.html"
-    if request.htmx:
+    # Back to a pushed URL htmx no longer holds, it asks again for what replaces the body.
+    if request.htmx and not request.htmx.history_restore_request:
         template += "#conversation-table"
     return render(request, template, context)
 
@@ -193,6 +196,7 @@ class SearchState:
 
 
 @require_safe
+@vary_on_headers("HX-Request")
 def conversation_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Search inside a conversation, server-side over the whole buffer: the next hit after
     the current one (``from``; or the previous, ``go=previous``), opened as a window there
@@ -263,6 +267,7 @@ def conversation_export(request: HttpRequest, pk: int, format: str) -> HttpRespo
 
 
 @require_safe
+@vary_on_headers("HX-Request")
 def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Which providers would accept the buffer as history, and why not: it reads the whole
     buffer, so the page asks for it after it has shown."""
@@ -275,6 +280,7 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_safe
+@vary_on_headers("HX-Request")
 def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The next message with a problem of one kind after ``from`` (round the end of the
     buffer): for the page's script, its index as JSON (it opens it in place); without
@@ -331,6 +337,7 @@ def transcript_upload(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_safe
+@vary_on_headers("HX-Request")
 def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A page of messages before or after the window, for htmx to add as the reader scrolls.
     Loading later pages stops at ``stop``, where a tail shown after a write begins."""
@@ -355,6 +362,7 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_safe
+@vary_on_headers("HX-Request")
 def conversation_preview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """What a user turn would do now: the healing plan, nothing written."""
     conversation = _visible(request, pk)

@@ -81,6 +81,31 @@ def test_an_empty_store_says_how_to_import(client: Client) -> None:
     assert "import_transcripts" in response.text
 
 
+def test_the_list_answers_htmx_its_table_and_a_history_restore_the_whole_page(
+    client: Client,
+) -> None:
+    """The list's search and pager push their URL: going back to one that htmx no longer
+    holds, htmx asks again (``HX-History-Restore-Request``) and puts the answer in place of
+    the body, which must then be the page. Each answer varies by ``HX-Request``, so that no
+    cache gives a visit the table alone."""
+    crashed("airship log", open_calls=1)
+    table = client.get("/", {"q": "airship"}, headers={"HX-Request": "true"})
+    restored = client.get(
+        "/",
+        {"q": "airship"},
+        headers={"HX-Request": "true", "HX-History-Restore-Request": "true"},
+    )
+    page = client.get("/", {"q": "airship"})
+
+    assert "airship log" in table.text
+    assert '<header class="site-header">' not in table.text
+    for whole in (restored, page):
+        assert '<header class="site-header">' in whole.text
+        assert "airship log" in whole.text
+    for answer in (table, restored, page):
+        assert "HX-Request" in answer["Vary"]
+
+
 def test_the_list_shows_title_source_and_the_three_counts_newest_first(client: Client) -> None:
     store(
         [user("hello"), assistant("a"), result("a"), user("thanks")],
