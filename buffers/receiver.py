@@ -111,16 +111,28 @@ def _body(request: HttpRequest) -> bytes:
         return body
     if encoding != "gzip":
         raise _Refused(415, otlp.INVALID_ARGUMENT, f"Content-Encoding {encoding!r} is not gzip.")
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        inflated = inflater.decompress(body, limit + 1)
-        if len(inflated) > limit or inflater.unconsumed_tail:
+    # Member by member (RFC 1952: a gzip file may be several, its data theirs in turn), never
+    # inflating past the limit in all.
+    if not body:
+        raise _Refused(400, otlp.INVALID_ARGUMENT, "The gzip body is empty.")
+    inflated, rest = b"", body
+    while rest:
+        if not rest.startswith(_GZIP_MAGIC):
+            raise _Refused(400, otlp.INVALID_ARGUMENT, "The body has bytes after the gzip data.")
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            inflated += inflater.decompress(rest, limit + 1 - len(inflated))
+            if len(inflated) > limit or inflater.unconsumed_tail:
+                raise too_big
+            inflated += inflater.flush()
+        except zlib.error as error:
+            raise _Refused(400, otlp.INVALID_ARGUMENT, f"The body is not gzip: {error}.") from None
+        if len(inflated) > limit:
             raise too_big
-        inflated += inflater.flush()
-    except zlib.error as error:
-        raise _Refused(400, otlp.INVALID_ARGUMENT, f"The body is not gzip: {error}.") from None
-    if len(inflated) > limit:
-        raise too_big
-    if not inflater.eof:
-        raise _Refused(400, otlp.INVALID_ARGUMENT, "The gzip body is cut off.")
+        if not inflater.eof:
+            raise _Refused(400, otlp.INVALID_ARGUMENT, "The gzip body is cut off.")
+        rest = inflater.unused_data
     return inflated
+
+
+_GZIP_MAGIC = b"\x1f\x8b"

@@ -430,6 +430,31 @@ def test_a_request_that_cannot_be_parsed_is_a_400_with_a_status(
 
 
 @pytest.mark.django_db
+def test_a_gzip_body_of_several_members_is_read_whole(client: Client, token: str) -> None:
+    """RFC 1952: a gzip file may be several members, its data theirs one after another
+    (``gzip -d`` reads them all). Read to its first member's end, the rest was dropped."""
+    body = request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString()
+    half = len(body) // 2
+    members = gzip.compress(body[:half]) + gzip.compress(body[half:])
+
+    response = post(client, members, token, **{"Content-Encoding": "gzip"})
+
+    assert response.status_code == 200
+    assert roles(Conversation.objects.get()) == ["user", "assistant"]
+
+
+@pytest.mark.django_db
+def test_bytes_after_the_gzip_data_are_a_400(client: Client, token: str) -> None:
+    body = gzip.compress(request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString())
+
+    response = post(client, body + b"junk", token, **{"Content-Encoding": "gzip"})
+
+    assert response.status_code == 400
+    assert "after the gzip data" in RpcStatus.FromString(response.content).message
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_gzip_bomb_is_a_413_before_it_inflates(client: Client, token: str, settings: Any) -> None:
     settings.FLOWDROP_OTLP_MAX_BYTES = 1024 * 1024
     bomb = gzip.compress(b"\x00" * (20 * 1024 * 1024))
