@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import re
 import json
 from collections.abc import Callable
 from typing import Any
@@ -499,6 +500,23 @@ def test_a_span_whose_content_cannot_be_read_is_counted_in_partial_success(
     assert answer.partial_success.rejected_spans == 1
     assert "gen_ai.input.messages" in answer.partial_success.error_message
     assert roles(Conversation.objects.get()) == ["user", "assistant"]
+
+
+@pytest.mark.django_db
+def test_a_span_refused_for_its_messages_is_named_once_with_the_place(
+    client: Client, token: str
+) -> None:
+    nul = {"role": "user", "parts": [{"type": "text", "content": "a\u0000b"}]}
+
+    answer = send(client, token, lambda t: chat(t, [nul], [LOOKUP]))
+
+    assert answer.partial_success.rejected_spans == 1
+    message = answer.partial_success.error_message
+    assert re.fullmatch(
+        r"span [0-9a-f]{16}: messages\[0\]\.parts\[0\]\.content: holds the character "
+        r"U\+0000, which cannot be stored",
+        message,
+    ), message
 
 
 @pytest.mark.django_db

@@ -121,7 +121,7 @@ def _create(
                     key=key,
                     source_format="otel-genai",
                     metadata={"otel": metadata},
-                    origin=f"span {call.span_id}",
+                    origin="",  # the problems are the span's: Ingested.rejected names it
                 )
             ],
             via=VIA,
@@ -232,7 +232,7 @@ def _rows(
         starts.append(row_index + len(rows))
         made = otlp.rows(
             call.messages[position],
-            f"span {call.span_id}: messages[{position}]",
+            f"messages[{position}]",
             facts=call.facts if position >= call.input_count else None,
         )
         rows.extend(healing.parse_messages(made, json_checked=True))
