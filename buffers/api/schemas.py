@@ -72,8 +72,8 @@ class SearchHit(Schema):
 
 class ListedConversation(ConversationOut):
     match: SearchHit | None = Field(
-        description="With q: a message that holds the words (none when only the title or "
-        "source does)."
+        description="With q: the earliest written message that holds the words (none when "
+        "only the title or source does); a placeholder inserted before it was written later."
     )
 
 
