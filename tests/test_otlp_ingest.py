@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import base64
 import gzip
-import re
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 

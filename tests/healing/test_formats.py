@@ -767,6 +767,40 @@ def test_images_nested_in_a_gemini_response_are_written_back_nested_and_not_else
     assert anthropic["messages"][0]["content"][0]["content"] == tool["content"]
 
 
+def test_an_anthropic_results_image_goes_to_gemini_beside_its_response() -> None:
+    """Gemini's model sees a part beside a ``functionResponse`` as media; inside the
+    response, as JSON, it would read it as text."""
+    png = "iVBORw0KGgo="
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    document = {
+        "messages": [
+            {"role": "user", "content": "show me"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "c1", "name": "shot", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "c1",
+                        "content": [{"type": "text", "text": "the screen"}, image],
+                    }
+                ],
+            },
+        ]
+    }
+
+    messages = parse_messages(one(document, "anthropic").messages)
+    [_, _, results] = write(messages, "gemini")["contents"]
+
+    assert results["parts"] == [
+        {"functionResponse": {"id": "c1", "name": "shot", "response": {"output": "the screen"}}},
+        {"inlineData": {"mimeType": "image/png", "data": png}},
+    ]
+
+
 # Pairing: after reading, every call is answered by its own result.
 
 

@@ -803,6 +803,21 @@ def test_an_image_nested_in_a_result_goes_back_nested_to_gemini_and_the_text_els
     assert [m["content"] for m in chat if m["role"] == "tool"] == [tool.content]
 
 
+def test_an_image_beside_a_result_goes_back_to_gemini_beside_its_response() -> None:
+    """Before gemini-3 a tool's image came beside its ``functionResponse``, as a part of its
+    own: the Gemini export writes it there again, not as JSON inside the response (which
+    Gemini takes, but its model reads as text)."""
+    response = {"output": "Binary content provided (1 item(s))."}
+    result = [*answered("c1", response), IMAGE]
+    turn = gemini_message("", toolCalls=[call("c1", status="success", result=result)])
+    messages = healing.parse_messages(read(log(HEADER, turn)).conversations[0].messages)
+
+    assert gemini.write(messages, {})["contents"][1]["parts"] == [
+        {"functionResponse": {"id": "c1", "name": "read_file", "response": response}},
+        IMAGE,
+    ]
+
+
 def test_an_image_nested_in_a_result_a_user_message_gives_goes_back_nested_too() -> None:
     response = {"output": "Binary content provided (1 item(s))."}
     nested = {

@@ -335,7 +335,7 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             written.append(start(message, "model", parts))
         else:
             parts = (
-                [response_part(message, names)]
+                response_parts(message, names)
                 if message.role == "tool"
                 else gemini_parts(message.content, message.role)
             )
@@ -383,6 +383,33 @@ def call_part(call: Call) -> dict[str, Any]:
     if not kept.get("without_args"):
         function_call["args"] = arguments_object(call.arguments)
     return {**rest, "functionCall": function_call}
+
+
+def response_parts(message: Message, names: Mapping[str | None, str]) -> list[dict[str, Any]]:
+    """A tool row's ``functionResponse``, and the media its content holds beside its text
+    as parts after it, where Gemini's model sees them as media (gemini-cli sent a tool's
+    image so before gemini-3). A content of text and any part Gemini cannot take as
+    its own goes inside the response as it is, as JSON."""
+    content = message.content
+    if isinstance(content, list):
+        texts = [text for part in content if (text := text_of(part)) is not None]
+        others = [part for part in content if text_of(part) is None]
+        beside = [found for part in others if (found := _as_gemini_media(part)) is not None]
+        if others and len(beside) == len(others):
+            output = message.model_copy(update={"content": "\n".join(texts)})
+            return [response_part(output, names), *beside]
+    return [response_part(message, names)]
+
+
+def _as_gemini_media(part: object) -> dict[str, Any] | None:
+    """A media part as a Gemini user turn takes it: Gemini's own, or another's translated;
+    None when Gemini takes it in neither shape."""
+    if media.taken(part, "gemini", "user"):
+        found = media.part_family(part)
+        if found is not None and found[0] == "gemini":
+            assert isinstance(part, dict)
+            return part
+    return media.translated(part, "gemini", "user")
 
 
 def response_part(message: Message, names: Mapping[str | None, str]) -> dict[str, Any]:
