@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from buffers import healing
-from buffers.healing import InvalidInput, Message, declared_call_ids, result_call_id
+from buffers.healing import InvalidInput, Message, declared_call_ids, result_call_id, sendability
 from buffers.healing.formats import (
     READABLE,
     Converted,
@@ -103,6 +103,79 @@ def calls(message: Message) -> list[dict[str, Any]]:
 def healed(messages: list[Message]) -> list[Message]:
     plan = healing.plan_heal(healing.facts_from_messages(messages))
     return healing.apply_plan(messages, plan)
+
+
+def response(ident: str, *call_ids: str) -> dict[str, Any]:
+    """A model response (OpenHands 0.x keeps it in ``tool_call_metadata``) calling
+    ``execute_bash`` once per call id."""
+    calls = [
+        {"id": cid, "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}
+        for cid in call_ids
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    return {"id": ident, "choices": [{"index": 0, "message": message}]}
+
+
+def said(ident: int, source: str, text: str) -> dict[str, Any]:
+    """A ``message`` action: the user's message or the agent's reply."""
+    return {
+        "id": ident,
+        "timestamp": f"2025-10-14T09:12:{ident:02d}.000001",
+        "source": source,
+        "message": text,
+        "action": "message",
+        "args": {"content": text, "image_urls": None, "wait_for_response": False},
+    }
+
+
+def run(ident: int, made_by: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """A ``run`` action, one call of the model response ``made_by``."""
+    return {
+        "id": ident,
+        "timestamp": f"2025-10-14T09:12:{ident:02d}.000001",
+        "source": "agent",
+        "message": "Running command: ls",
+        "action": "run",
+        "tool_call_metadata": {
+            "function_name": "execute_bash",
+            "tool_call_id": call_id,
+            "model_response": made_by,
+            "total_calls_in_response": len(made_by["choices"][0]["message"]["tool_calls"]),
+        },
+        "args": {"command": "ls", "thought": ""},
+    }
+
+
+def ran(ident: int, action: dict[str, Any], output: str) -> dict[str, Any]:
+    """The observation of a ``run`` action: its call's result."""
+    return {
+        "id": ident,
+        "timestamp": f"2025-10-14T09:12:{ident:02d}.000001",
+        "source": "agent",
+        "message": "Command `ls` executed with exit code 0.",
+        "cause": action["id"],
+        "observation": "run",
+        "tool_call_metadata": action["tool_call_metadata"],
+        "content": output,
+        "extras": {"command": "ls", "metadata": {"exit_code": 0}},
+    }
+
+
+def sent(messages: list[Message]) -> list[str]:
+    """Each message as OpenHands sends it: its role and its text, or the calls it declares or
+    answers."""
+    return [
+        f"{m.role} {' '.join(declared_call_ids(m))}"
+        if declared_call_ids(m)
+        else f"tool {result_call_id(m)}"
+        if m.role == "tool"
+        else f"{m.role} {m.content}"
+        for m in messages
+    ]
+
+
+def every_provider_accepts(messages: list[Message]) -> bool:
+    return all(verdict.accepted for verdict in sendability.check_all(messages).values())
 
 
 # OpenHands 0.x.
@@ -245,6 +318,73 @@ def test_the_system_and_user_messages_keep_their_events_less_their_content() -> 
     assert "content" not in kept(system)["args"]
     assert user.content == stream[1]["args"]["content"]
     assert kept(user)["source"] == "user"
+
+
+def test_a_user_message_sent_while_a_tool_runs_comes_before_the_turn_as_openhands_sends_it() -> (
+    None
+):
+    """OpenHands holds a response's turn until its calls have their results and sends what
+    came meanwhile before it (``ConversationMemory``'s pending tool call messages)."""
+    first, second = run(2, response("r1", "t1"), "t1"), run(4, response("r2", "t2"), "t2")
+    stream = [
+        said(1, "user", "hi"),
+        first,
+        ran(3, first, "a.txt"),
+        second,
+        said(5, "user", "also check pwd"),
+        ran(6, second, "/workspace"),
+        said(7, "agent", "ok"),
+    ]
+
+    messages = messages_of(Source(document=stream))
+
+    assert sent(messages) == [
+        "user hi",
+        "assistant t1",
+        "tool t1",
+        "user also check pwd",
+        "assistant t2",
+        "tool t2",
+        "assistant ok",
+    ]
+    assert healing.analyze(messages).findings == ()
+    assert every_provider_accepts(messages)
+
+
+def test_a_response_whose_results_come_apart_is_sent_whole_once_the_last_one_came() -> None:
+    made_by = response("r1", "t1", "t2")
+    first, second = run(2, made_by, "t1"), run(5, made_by, "t2")
+    stream = [
+        said(1, "user", "hi"),
+        first,
+        ran(3, first, "a.txt"),
+        said(4, "user", "and b?"),
+        second,
+        ran(6, second, "b.txt"),
+    ]
+
+    messages = messages_of(Source(document=stream))
+
+    assert sent(messages) == ["user hi", "user and b?", "assistant t1 t2", "tool t1", "tool t2"]
+    assert kept(messages[2])["actions"][1]["id"] == 5
+    assert healing.analyze(messages).findings == ()
+
+
+def test_a_call_that_never_got_its_result_stays_unanswered_where_the_run_stopped() -> None:
+    """OpenHands would leave such a turn out; here it stays where its first action came, with
+    the results its other calls got, for healing to answer."""
+    made_by = response("r1", "t1", "t2")
+    first = run(2, made_by, "t1")
+    stream = [said(1, "user", "hi"), first, said(3, "user", "hurry"), ran(4, first, "a.txt")]
+
+    messages = messages_of(Source(document=stream))
+
+    assert sent(messages) == ["user hi", "assistant t1 t2", "tool t1", "user hurry"]
+    [unanswered] = healing.analyze(messages).unanswered
+    assert (unanswered.tool_call_id, unanswered.declared_at) == ("t2", 1)
+    after = healed(messages)
+    assert healing.analyze(after).unanswered == ()
+    assert every_provider_accepts(after)
 
 
 def test_a_run_that_died_with_a_command_running_has_that_call_unanswered() -> None:

@@ -18,7 +18,7 @@ OpenHands' own ``ConversationMemory`` makes them for the model:
   ``image_url`` parts), or from the agent an assistant reply that calls nothing.
 - Every action with ``tool_call_metadata`` belongs to the assistant turn of its model
   response, ``tool_call_metadata.model_response.id``: one assistant message per response,
-  where its first action stands, whose content is the response's
+  whose content is the response's
   ``choices[0].message.content`` and whose ``tool_calls`` are that message's calls. The
   calls come from the response, not from the actions: a response of several calls is
   emitted one action at a time, and calls whose actions were never emitted (a run stopped
@@ -28,6 +28,13 @@ OpenHands' own ``ConversationMemory`` makes them for the model:
   ``type`` and ``function`` (``index``) under the call's own ``openhands``. A copy that is
   not the turn's response (it differs, or its turn is not in the stream) is no repeat: it
   stays where it is, in the action or the observation.
+- As in ``ConversationMemory`` (its ``pending_tool_call_action_messages``), a response's
+  turn is sent once every call it declares has a result, followed by those results in the
+  order of its calls; what came meanwhile (a message the user sent while a command ran, the
+  response's first results when its calls ran apart) comes before it. OpenHands leaves out
+  a turn whose calls never all got results (a run that stopped there); here it stays where
+  its first action stands, with the results it got after it and the rest unanswered, for
+  healing to answer.
 - An observation with ``tool_call_metadata`` is a tool result answering
   ``tool_call_metadata.tool_call_id`` (its ``cause``, the action's event id, is kept, and
   its ``tool_call_metadata`` less the copy of the turn's response).
@@ -269,6 +276,31 @@ def read(source: Source) -> Reading:
 
 
 @dataclass
+class _Waiting:
+    """A model response's turn (OpenHands 0.x) whose calls are not all answered yet, and the
+    results that came for it."""
+
+    response: str
+    turn: Row
+    place: int
+    """How many messages came before its first action: where it stays if its calls never
+    all get results."""
+    calls: frozenset[str]
+    unanswered: set[str]
+    results: list[Row] = field(default_factory=list)
+
+    def messages(self) -> list[Row]:
+        """The turn and its results, in the order of its calls (OpenHands' order)."""
+        order: dict[str | None, int] = {}
+        for index, call in enumerate(self.turn["metadata"].get("tool_calls", [])):
+            order.setdefault(usable_id(call["id"]), index)
+        results = sorted(
+            self.results, key=lambda result: order[usable_id(result["metadata"]["tool_call_id"])]
+        )
+        return [self.turn, *results]
+
+
+@dataclass
 class _Held:
     """An event that is not conversation, waiting for the message it is kept on."""
 
@@ -286,12 +318,18 @@ class _Reader:
         self.rows: list[Row] = []
         self.responses: dict[str, Row] = {}
         """The assistant turn of each model response (OpenHands 0.x), by the response's id."""
+        self.waiting: dict[str, _Waiting] = {}
+        """The turns whose calls are not all answered yet, by their response's id, in the
+        order their first actions came."""
+        self.awaited: dict[str, _Waiting] = {}
+        """The waiting turns, by the id of each call they declare."""
         self.turns: dict[str, Row] = {}
         """The assistant turn of each ``llm_response_id`` (the agent SDK)."""
         self.held: list[_Held] = []
         self.state: dict[str, Any] = {}
 
     def conversation(self, stream: _Stream) -> Converted | None:
+        self._place_waiting()
         if not self.rows:
             self._release("not kept: its record holds no message")
             return None
@@ -310,11 +348,64 @@ class _Reader:
             )
 
     def add(self, message: Row) -> None:
+        self.claim(message)
+        self.rows.append(message)
+
+    def claim(self, message: Row) -> None:
+        """Keep the events held so far on ``message``, the next one made (whenever it is
+        placed)."""
         if self.held:
             message["metadata"].setdefault(SPACE, {})["passthrough"] = [h.event for h in self.held]
             self._release("kept in the metadata of the next message")
             self.held = []
-        self.rows.append(message)
+
+    def wait(self, key: str, turn: Row) -> None:
+        """Place a new turn once every call it declares has a result (now, if it declares
+        none)."""
+        self.claim(turn)
+        declared = turn["metadata"].get("tool_calls", [])
+        calls = frozenset(cid for call in declared if (cid := usable_id(call["id"])) is not None)
+        if not calls:
+            self.rows.append(turn)
+            return
+        waiting = _Waiting(key, turn, len(self.rows), calls, set(calls))
+        self.waiting[key] = waiting
+        for cid in calls:
+            self.awaited[cid] = waiting
+
+    def answer(self, result: Row) -> None:
+        """Place a result: with its waiting turn (and the turn with its results once this
+        was the last one it waited for), or where it came when it answers no waiting turn."""
+        cid = usable_id(result["metadata"]["tool_call_id"])
+        waiting = self.awaited.get(cid) if cid is not None else None
+        if cid is None or waiting is None:
+            self.add(result)
+            return
+        self.claim(result)
+        waiting.results.append(result)
+        waiting.unanswered.discard(cid)
+        if waiting.unanswered:
+            return
+        self.rows.extend(waiting.messages())
+        del self.waiting[waiting.response]
+        for answered in waiting.calls:
+            if self.awaited.get(answered) is waiting:
+                del self.awaited[answered]
+
+    def _place_waiting(self) -> None:
+        """The turns whose calls never all got results, each where its first action came."""
+        if not self.waiting:
+            return
+        rows: list[Row] = []
+        start = 0
+        for waiting in self.waiting.values():
+            rows.extend(self.rows[start : waiting.place])
+            rows.extend(waiting.messages())
+            start = waiting.place
+        rows.extend(self.rows[start:])
+        self.rows = rows
+        self.waiting = {}
+        self.awaited = {}
 
     def hold(self, entry: Entry, event: dict[str, Any], what: str) -> None:
         self.held.append(_Held(entry.where, what, event))
@@ -432,7 +523,7 @@ class _Reader:
             ):
                 return
             self.responses[str(usable_id(response["id"]))] = turn
-            self.add(turn)
+            self.wait(str(usable_id(response["id"])), turn)
         elif not self.repeated(response):
             if not self.storable(response, entry, "tool_call_metadata.model_response"):
                 return
@@ -521,7 +612,7 @@ class _Reader:
             result["metadata"]["is_error"] = True
             if _not_executed(event):
                 kept["not_executed"] = True
-        self.add(result)
+        self.answer(result)
 
     # The OpenHands agent SDK
 
