@@ -21,6 +21,7 @@ from buffers.healing.formats import (
     Converted,
     Entry,
     Reading,
+    Skipped,
     Source,
     detect_source,
     parse_lines,
@@ -385,6 +386,56 @@ def test_a_call_that_never_got_its_result_stays_unanswered_where_the_run_stopped
     after = healed(messages)
     assert healing.analyze(after).unanswered == ()
     assert every_provider_accepts(after)
+
+
+def test_events_are_read_in_the_order_of_their_ids_and_the_conversation_says_so() -> None:
+    action = run(2, response("r1", "t1"), "t1")
+    stream = [said(1, "user", "hi"), ran(3, action, "a.txt"), action, said(4, "agent", "ok")]
+
+    conversation = one(Source(document=stream))
+    messages = healing.parse_messages(conversation.messages, json_checked=True)
+
+    assert sent(messages) == ["user hi", "assistant t1", "tool t1", "assistant ok"]
+    assert healing.analyze(messages).findings == ()
+    assert conversation.metadata["openhands"] == {"reordered_by_id": True}
+
+
+def test_a_folders_event_files_joined_in_the_order_of_their_names_read_as_the_stream() -> None:
+    """``jq -s . events/*.json`` lists ``10.json`` before ``2.json``."""
+    stream = events("clean.json")
+    by_name = sorted(stream, key=lambda event: f"{event['id']}.json")
+    assert by_name != stream
+
+    assert one(Source(document=by_name)).messages == one(Source(document=stream)).messages
+
+
+def test_an_event_written_twice_is_read_once_and_the_repeat_named() -> None:
+    stream = events("clean.json")
+
+    reading = read(lines([*stream, stream[6]]))
+
+    [conversation] = reading.conversations
+    assert conversation.messages == one(Source(document=stream)).messages
+    assert (
+        Skipped("line 16", "a repeat of line 7 (the same id), which OpenHands holds as one event")
+        in reading.skipped
+    )
+    assert "reordered_by_id" not in conversation.metadata["openhands"]
+
+
+def test_an_agent_sdk_event_written_twice_is_read_once_too() -> None:
+    source = source_of(OWN / "sdk-v1-events.jsonl")
+    assert source.lines is not None
+    values: list[Any] = [entry.value for entry in source.lines]
+
+    reading = read(lines([*values[:5], values[4], *values[5:]]))
+
+    messages = healing.parse_messages(reading.conversations[0].messages, json_checked=True)
+    assert messages == messages_of(source)
+    assert (
+        Skipped("line 6", "a repeat of line 5 (the same id), which OpenHands holds as one event")
+        in reading.skipped
+    )
 
 
 def test_a_run_that_died_with_a_command_running_has_that_call_unanswered() -> None:

@@ -80,6 +80,14 @@ Every message keeps the rest of its event under ``openhands``, and ``facts``: ``
 (the event's timestamp, as written), and for a model turn the response's ``model``,
 ``usage``, ``finish_reason`` and, when its action's metrics end with it, ``latency_ms``.
 
+OpenHands numbers its events as it writes them, one file each (``events/<id>.json``), and
+reads them back by their ids, so a stream's events are read in the order of their ids when
+each has an integer one: joined in the order of their file names (``jq -s . events/*.json``
+lists ``10.json`` before ``2.json``), or from a 2024 evaluation history of pairs, they come
+out of order, and the conversation says it read them by id (``openhands.reordered_by_id``).
+An event whose id an earlier one has (a file joined twice) is a repeat: skipped, named with
+the place of the first. Events of the agent SDK, whose ids are UUIDs, keep the file's order.
+
 A stream is a log: a line that is not JSON and a value that is not an object are skipped
 and reported; what is wrong inside an event is an error named at its place (``line 9:
 tool_call_metadata.tool_call_id``). The file fits this format only when every object in
@@ -254,7 +262,10 @@ def read(source: Source) -> Reading:
         for name, value in stream.fields.items():
             storable(value, f"{stream.where}: {name}" if stream.where else name, problems)
         reader = _Reader(problems, skipped)
-        for entry in stream.events:
+        ordered, reordered = _by_id(stream.events)
+        if reordered:
+            reader.state["reordered_by_id"] = True
+        for entry in ordered:
             reader.event(entry)
         conversation = reader.conversation(stream)
         if conversation is not None:
@@ -273,6 +284,27 @@ def read(source: Source) -> Reading:
             ]
         )
     return Reading(conversations, skipped, entries=events, unit="event")
+
+
+def _by_id(events: list[Entry]) -> tuple[list[Entry], bool]:
+    """The events in the order of their ids when every event has an integer id (other
+    values keep their places among them), and whether the file's order was another. A
+    repeat of an id (skipped when read) does not count as out of order."""
+    slots = [index for index, entry in enumerate(events) if isinstance(entry.value, dict)]
+    ids = [
+        ident
+        for index in slots
+        if isinstance(event := events[index].value, dict) and type(ident := event.get("id")) is int
+    ]
+    if not ids or len(ids) < len(slots):
+        return events, False
+    first = list(dict.fromkeys(ids))
+    if first == sorted(first):
+        return events, False
+    ordered = list(events)
+    for slot, (_, index) in zip(slots, sorted(zip(ids, slots, strict=True)), strict=True):
+        ordered[slot] = events[index]
+    return ordered, True
 
 
 @dataclass
@@ -327,6 +359,8 @@ class _Reader:
         """The assistant turn of each ``llm_response_id`` (the agent SDK)."""
         self.held: list[_Held] = []
         self.state: dict[str, Any] = {}
+        self.places: dict[int | str, str] = {}
+        """Where the event of each id was read, to name a repeat by it."""
 
     def conversation(self, stream: _Stream) -> Converted | None:
         self._place_waiting()
@@ -415,6 +449,8 @@ class _Reader:
         if not isinstance(event, dict):  # every object is an event: the file fits
             self.skipped.append(Skipped(entry.where, f"is {describe(event)}, not an event"))
             return
+        if self.repeats(entry, event.get("id")):
+            return
         if not self.storable(_without_response(event), entry):
             return
         if isinstance(event.get("kind"), str) and isinstance(event["id"], str):
@@ -423,6 +459,22 @@ class _Reader:
             self.action(entry, event)
         else:
             self.observation(entry, event)
+
+    def repeats(self, entry: Entry, ident: object) -> bool:
+        """Whether the event repeats an earlier one's id (skipped, named with its place):
+        OpenHands holds one event per id."""
+        if isinstance(ident, bool) or not isinstance(ident, int | str):
+            return False
+        first = self.places.setdefault(ident, entry.where)
+        if first == entry.where:
+            return False
+        self.skipped.append(
+            Skipped(
+                entry.where,
+                f"a repeat of {first} (the same id), which OpenHands holds as one event",
+            )
+        )
+        return True
 
     def storable(self, value: object, entry: Entry, path: str = "") -> bool:
         """Whether ``value`` can be stored; if not, the problem is named at its place."""
