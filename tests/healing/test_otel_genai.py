@@ -1400,3 +1400,117 @@ def test_fields_of_each_input_output_object_are_kept_none_overwritten() -> None:
 
     assert conversation.metadata["otel"]["fields"] == {"model": "small"}
     assert conversation.messages[-1]["metadata"]["otel"] == {"fields": {"model": "large"}}
+
+
+def _lines(*values: object) -> Reading:
+    return read(parse_lines("\n".join(json.dumps(value) for value in values)))
+
+
+@pytest.mark.rule("MEM-11")
+def test_an_output_line_written_twice_is_read_once_and_named_among_the_skipped() -> None:
+    asked = message("user", text("hi"))
+    calling = message("assistant", call("c1", "f"))
+    answered = message("tool", response("c1", "ok"))
+    found = _lines(
+        [asked],
+        [calling],
+        [calling],
+        [asked, calling, answered],
+        [message("assistant", text("done"))],
+    )
+    messages = messages_of(found)
+
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "hi"),
+        ("assistant", None),
+        ("tool", "ok"),
+        ("assistant", "done"),
+    ]
+    assert pairs(messages) == (["c1"], ["c1"])
+    assert unanswered(messages) == []
+    assert all(verdict.accepted for verdict in check_all(messages).values())
+    assert [s.where for s in found.skipped] == ["line 3: [0]"]
+    assert "line 2: [0]" in found.skipped[0].why
+    assert found.conversations[0].metadata == {"otel": {"shape": "lists", "resent": 2}}
+    assert found.entries == 4
+
+
+def test_a_leading_system_message_changed_between_calls_stays_as_first_read() -> None:
+    first_system = message("system", text("Today is 2026-03-01 10:00."))
+    later_system = message("system", text("Today is 2026-03-01 10:01."))
+    asked = message("user", text("hi"))
+    calling = message("assistant", call("c1", "f"))
+    found = _lines(
+        [first_system, asked],
+        [calling],
+        [later_system, asked, calling, message("tool", response("c1", "ok"))],
+        [message("assistant", text("done"))],
+    )
+    rows = found.conversations[0].messages
+    messages = messages_of(found)
+
+    assert [(m.role, m.content) for m in messages] == [
+        ("system", "Today is 2026-03-01 10:00."),
+        ("user", "hi"),
+        ("assistant", None),
+        ("tool", "ok"),
+        ("assistant", "done"),
+    ]
+    assert unanswered(messages) == []
+    assert rows[0]["metadata"]["otel"] == {
+        "sent_later": [{"where": "line 3: [0]", "message": later_system}]
+    }
+    assert found.conversations[0].metadata == {"otel": {"shape": "lists", "resent": 3}}
+    assert found.skipped == []
+
+
+def test_a_line_that_sends_no_history_read_so_far_is_read_whole() -> None:
+    system = message("system", text("Be brief."))
+    other_system = message("system", text("Title this chat."))
+    asked = message("user", text("hi"))
+    found = _lines(
+        [system, asked],
+        [message("assistant", text("Hello!"))],
+        [other_system, message("user", text("hi, Hello!"))],
+        [message("assistant", text("Greetings"))],
+    )
+
+    assert [r["content"] for r in found.conversations[0].messages] == [
+        "Be brief.",
+        "hi",
+        "Hello!",
+        "Title this chat.",
+        "hi, Hello!",
+        "Greetings",
+    ]
+    assert "resent" not in found.conversations[0].metadata["otel"]
+    assert found.skipped == []
+
+
+def test_a_message_said_again_with_an_answer_between_is_not_a_repeat() -> None:
+    asked = message("user", text("hi"))
+    first = message("assistant", text("Hello!"))
+    second = message("assistant", text("Hello again!"))
+    found = _lines([asked], [first], [asked, first, asked], [second])
+
+    assert [r["content"] for r in found.conversations[0].messages] == [
+        "hi",
+        "Hello!",
+        "hi",
+        "Hello again!",
+    ]
+    assert found.skipped == []
+
+
+def test_the_same_message_twice_in_one_list_is_what_was_sent_not_a_repeat() -> None:
+    asked = message("user", text("hi"))
+    answer = message("assistant", text("Hello!"))
+    found = _lines([asked, asked], [answer], [asked, asked, answer, message("user", text("bye"))])
+
+    assert [r["content"] for r in found.conversations[0].messages] == [
+        "hi",
+        "hi",
+        "Hello!",
+        "bye",
+    ]
+    assert found.skipped == []

@@ -37,6 +37,15 @@ Sent again. A message list that starts with every message read so far (the next 
 input repeats the history) is read from where it goes on; messages are compared by role
 and parts alone, since an output message carries a ``finish_reason`` and an upload line
 an ``index`` that the repeated one lacks. ``otel.resent`` counts the messages left out so.
+Two differences are allowed, each seen in upload hooks' files. A message read twice or
+more in a row (an output line written twice) that the list sends once was written
+again, not said again: the copies are left out (the entries are read again without
+them, so that a copy's call never takes an id of its own), each named among the skipped
+with where it is. A leading system message the list sends changed (the date in the
+instructions) stays the row as read first, as every message read first does; the later
+versions are kept, with where each was, in its ``otel.sent_later``. The system message
+alone matching is no resend (another conversation may share the instructions), and
+neither is a list that leaves out a message read once: it is read whole, as before.
 
 Pairing. A response answers the open call with its id, in order: Gemini-based emitters
 make ids up as ``<function>_<part index>`` (``get_weather_0``), which recur every turn,
@@ -116,6 +125,7 @@ KEPT_IN_LAYOUT = frozenset(
     {"reasoning", "thinking", "compaction", "server_tool_call", "server_tool_call_response"}
 )
 MESSAGE_KEYS = ("role", "parts", "name", "finish_reason", "index")
+RESPONSE_AND_CALL = frozenset({"tool_call", "tool_call_response"})
 OTHER_DOCUMENT_KEYS = frozenset(
     {"messages", "contents", "resourceLogs", "resourceSpans", "resourceMetrics"}
 )
@@ -363,6 +373,15 @@ def same_message(sent: object, read: dict[str, Any]) -> bool:
 
 
 @dataclass
+class Run:
+    """The same message read several times in a row: where the copies end (past the
+    last), shared by each, so that a list that sends it once passes them over at once."""
+
+    message: dict[str, Any]
+    end: int
+
+
+@dataclass
 class MessageReader:
     """Reads OpenTelemetry messages, in order, into rows, pairing responses with calls."""
 
@@ -371,8 +390,20 @@ class MessageReader:
     pairing: Pairing = field(default_factory=Pairing)
     history: list[Any] = field(default_factory=list)
     """The messages read, as written: to tell a list that sends them again."""
+    places: list[str] = field(default_factory=list)
+    """Where each message of ``history`` was read (``line 3: [0]``)."""
+    runs: list[Run] = field(default_factory=list)
+    """The run of copies each message of ``history`` stands in."""
     instructions: object = None
     resent: int = 0
+    leading: Row | None = None
+    """The row of the first message read when it is a system message, which a later
+    list may send changed."""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Messages read twice in a row that a later list sends once: where, and why they are
+    left out. Found while reading (they were read by then), and left out when the entries
+    are read again."""
+    skipped: list[Skipped] = field(default_factory=list)
 
     def decoded(self, value: object, path: str) -> object:
         return decoded(value, path, self.problems)
@@ -418,8 +449,8 @@ class MessageReader:
             messages, others = messages[:1], messages[1:]
         elif start is not None:
             first = start
-        elif self.resends(messages):
-            first = len(self.history)
+        else:
+            first = self.resent_of(messages, path) or 0
         self.resent += first
         before = len(self.rows)
         for index in range(first, len(messages)):
@@ -431,14 +462,83 @@ class MessageReader:
         ):
             self.rows[before]["metadata"].setdefault(SPACE, {})["other_outputs"] = others
 
-    def resends(self, messages: list[Any]) -> bool:
-        """Whether a list starts with every message read so far (a call's input sends the
-        whole history again)."""
+    def resent_of(self, messages: list[Any], path: str) -> int | None:
+        """How many first messages of a list send again every message read so far, in
+        order (a call's input sends the whole history again), or None when it does not.
+        Allowed for: a message read twice in a row that the list sends once (an output
+        line written twice), left out (``left_out``); a leading system message that
+        changed (a date in the instructions), kept as first read, its later version in
+        ``otel.sent_later``. Only the system message matching is no resend: another
+        conversation may share its instructions."""
+        history = self.history
+        read = sent = 0
+        changed = False
+        copies: list[range] = []
+        while read < len(history):
+            if sent < len(messages) and same_message(messages[sent], history[read]):
+                read, sent = read + 1, sent + 1
+            elif read == 0 and messages and self.is_changed_system(messages[0]):
+                read, sent, changed = 1, 1, True
+            elif read > 0 and self.runs[read] is self.runs[read - 1]:
+                copies.append(range(read, self.runs[read].end))
+                read = self.runs[read].end
+            else:
+                return None
+        if not history or (changed and sent == 1):
+            return None
+        if changed:
+            self.note_sent_later(messages[0], at_key(path, "[0]"))
+        if copies:
+            self.leave_out(copies, place_of(path))
+        return sent
+
+    def is_changed_system(self, sent: object) -> bool:
+        """Whether ``sent`` is a system message that can stand for the leading one."""
         return (
-            bool(self.history)
-            and len(messages) >= len(self.history)
-            and all(map(same_message, messages, self.history))
+            self.leading is not None
+            and message_parts(sent) is not None
+            and json_problem(sent) is None
+            and isinstance(sent, dict)
+            and stored_role(sent["role"]) == "system"
+            and all(part["type"] not in RESPONSE_AND_CALL for part in sent["parts"])
         )
+
+    def note_sent_later(self, sent: dict[str, Any], where: str) -> None:
+        """A later version of the leading system message, on its row (once in a row)."""
+        assert self.leading is not None
+        kept = self.leading["metadata"].setdefault(SPACE, {}).setdefault("sent_later", [])
+        if not kept or not same_message(sent, kept[-1]["message"]):
+            kept.append({"where": where, "message": sent})
+
+    def leave_out(self, copies: list[range], resend: str) -> None:
+        """Copies of the message read before each range, which ``resend`` sends once: left
+        out of the history, and of the rows when the entries are read again."""
+        dropped: set[int] = set()
+        for run in copies:
+            original = self.places[run.start - 1]
+            for copy in run:
+                self.left_out[self.places[copy]] = (
+                    f"is the message at {original} written again ({resend} sends it once)"
+                )
+            dropped.update(run)
+        history, places = self.history, self.places
+        self.history, self.places, self.runs = [], [], []
+        for number, (message, place) in enumerate(zip(history, places, strict=True)):
+            if number not in dropped:
+                self.history.append(message)
+                self.places.append(place)
+                self.note_run(message)
+
+    def note_run(self, raw: dict[str, Any]) -> None:
+        """The run of copies the message just read stands in: the last one's, when it is
+        the same message read again."""
+        number = len(self.history) - 1
+        last = self.runs[-1] if self.runs else None
+        if last is not None and last.end == number and same_message(raw, last.message):
+            last.end = number + 1
+            self.runs.append(last)
+        else:
+            self.runs.append(Run(raw, number + 1))
 
     def message(self, raw: object, path: str, index: int | None = None) -> None:
         """One message; its place is ``path`` (or ``path[index]``), made only for errors."""
@@ -446,8 +546,14 @@ class MessageReader:
             self.refuse(raw, path if index is None else at_key(path, f"[{index}]"))
             return
         assert isinstance(raw, dict)
+        read_at = place_of(path if index is None else at_key(path, f"[{index}]"))
+        if read_at in self.left_out:
+            self.skipped.append(Skipped(read_at, self.left_out[read_at]))
+            return
         parts: list[dict[str, Any]] = raw["parts"]
         self.history.append(raw)
+        self.places.append(read_at)
+        self.note_run(raw)
         number = len(self.history) - 1
         written_role: str = raw["role"]
         calls: list[dict[str, Any]] = []
@@ -506,6 +612,8 @@ class MessageReader:
         self.rows.extend(results)
         if own is not None and role != "assistant":
             self.rows.append(own)
+        if number == 0 and own is not None and role == "system" and not results:
+            self.leading = own
 
     def refuse(self, raw: object, path: str) -> None:
         """Say what is wrong with a message that is not one, at each place."""
@@ -740,14 +848,10 @@ FIELDS_WITHOUT_ROWS = (
 )
 
 
-def read_message_entries(source: Source, entries: list[Entry]) -> Reading:
-    """A transcript of messages: message lists, messages and ``{input, output}`` objects,
-    one after the other, as one conversation. The other keys of the first object are the
-    conversation's ``otel.fields``; another object's, when they differ, are kept on the
-    last row it read (its output's)."""
-    problems = Problems()
-    reader = MessageReader(problems)
-    skipped = list(source.unreadable)
+def read_entries(
+    reader: MessageReader, entries: list[Entry]
+) -> tuple[dict[str, None], dict[str, Any]]:
+    """Every entry, in order, by ``reader``: the shapes read, and what objects keep."""
     shapes: dict[str, None] = {}
     kept: dict[str, Any] = {}
     for entry in entries:
@@ -766,16 +870,31 @@ def read_message_entries(source: Source, entries: list[Entry]) -> Reading:
                 if reader.rows:
                     reader.rows[-1]["metadata"].setdefault(SPACE, {})["fields"] = fields
                 else:
-                    skipped.append(Skipped(place_of(path), FIELDS_WITHOUT_ROWS))
+                    reader.skipped.append(Skipped(place_of(path), FIELDS_WITHOUT_ROWS))
             shapes["input-output"] = None
         else:
-            skipped.append(
+            reader.skipped.append(
                 Skipped(
                     place_of(path),
                     f"is {describe(value)}, not an OpenTelemetry GenAI message or message list",
                 )
             )
-    problems.raise_if_any()
+    return shapes, kept
+
+
+def read_message_entries(source: Source, entries: list[Entry]) -> Reading:
+    """A transcript of messages: message lists, messages and ``{input, output}`` objects,
+    one after the other, as one conversation. The other keys of the first object are the
+    conversation's ``otel.fields``; another object's, when they differ, are kept on the
+    last row it read (its output's). Messages found read twice in a row (a later list
+    sends them once) were read by then: the entries are read again, leaving them out."""
+    reader = MessageReader(Problems(), skipped=list(source.unreadable))
+    shapes, kept = read_entries(reader, entries)
+    if reader.left_out:
+        left_out = reader.left_out
+        reader = MessageReader(Problems(), skipped=list(source.unreadable), left_out=left_out)
+        shapes, kept = read_entries(reader, entries)
+    reader.problems.raise_if_any()
     if not reader.history:
         raise InvalidInput(
             [Problem("file", "holds no conversation: no OpenTelemetry GenAI message in it")]
@@ -790,7 +909,7 @@ def read_message_entries(source: Source, entries: list[Entry]) -> Reading:
         about["resent"] = reader.resent
     return Reading(
         [Converted(reader.rows, {SPACE: about})],
-        skipped=skipped,
+        skipped=reader.skipped,
         entries=len(reader.history),
         unit="message",
     )
