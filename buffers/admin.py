@@ -14,6 +14,7 @@ from django.contrib.admin.options import ActionLocation, BaseModelAdmin
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -347,10 +348,14 @@ class MessageAdmin(AdministrativeTier, admin.ModelAdmin[Message]):
         actions.pop("delete_selected", None)  # one message at a time, each through the service
         return actions
 
+    # The message is named by its index and its row: a heal or an append landing between
+    # this request's read and its write moves the row, and the service then writes nothing.
+
     def save_model(self, request: HttpRequest, obj: Message, form: Any, change: bool) -> None:
         services.edit_message(
             conversation_id=obj.conversation_id,
             index=self.buffer_index(obj),
+            message_id=obj.pk,
             message=form.cleaned_data["message"],
             via="admin",
             by=request.user,
@@ -361,10 +366,28 @@ class MessageAdmin(AdministrativeTier, admin.ModelAdmin[Message]):
         services.delete_message(
             conversation_id=obj.conversation_id,
             index=self.buffer_index(obj),
+            message_id=obj.pk,
             via="admin",
             by=request.user,
             reason="deleted in the admin",
         )
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._refused_as_a_message(request, super().changeform_view, *args, **kwargs)
+
+    def delete_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._refused_as_a_message(request, super().delete_view, *args, **kwargs)
+
+    def _refused_as_a_message(
+        self, request: HttpRequest, view: Any, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        """What the service refused (nothing written), said on the page shown again."""
+        try:
+            response: HttpResponse = view(request, *args, **kwargs)
+        except healing.InvalidInput as refused:
+            self.message_user(request, "; ".join(map(str, refused.problems)), messages.ERROR)
+            return redirect(request.get_full_path())
+        return response
 
 
 @admin.register(BufferChange)

@@ -8,6 +8,7 @@ replaced, edited or deleted.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.test import override_settings
 
 from buffers import healing, selectors, services
-from buffers.models import BufferChange, Conversation
+from buffers.models import BufferChange, Conversation, Message
 from tests.buffers import assistant, parse, placeholder, result, store, user
 from tests.integrity import assert_consistent
 
@@ -245,3 +246,33 @@ def test_the_history_page_reads_back_a_replaced_message_escaped(client: Any) -> 
     assert "&lt;script&gt;late&lt;/script&gt;" in text
     assert "<script>late" not in text
     assert "imported 3 messages" in text
+
+
+@pytest.mark.parametrize("change", ["edit", "delete"])
+def test_an_edit_or_delete_of_a_message_another_write_moved_is_refused_and_writes_nothing(
+    change: str,
+) -> None:
+    """The admin names the message it showed by its index and its row: when a heal or an
+    append moved it in between (a placeholder now stands before it), the index names
+    another message, which is left alone."""
+    conversation = store([user("q"), assistant("c1"), user("keep me"), assistant("and me")])
+    seen = Message.objects.filter(conversation=conversation).in_buffer_order()[3]
+    services.heal_conversation(conversation_id=conversation.pk, via="tests")  # before it
+    before = stored(conversation)
+
+    named = {"conversation_id": conversation.pk, "index": 3, "message_id": seen.pk}
+    write: Any = (
+        partial(services.edit_message, message=healing.parse_message(user("edited"), "m"))
+        if change == "edit"
+        else services.delete_message
+    )
+
+    with pytest.raises(healing.InvalidInput) as refused:
+        write(**named, via="admin", by=None)
+
+    assert str(refused.value.problems[0]) == (
+        "index: message 3 is no longer the one opened (another write moved it to 4); "
+        "nothing was written"
+    )
+    assert stored(conversation) == before
+    assert [c.action for c in history(conversation)] == ["import", "heal"]

@@ -10,7 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from buffers import healing, search
-from buffers.models import Action, Block, Conversation, DeclaredCall, Message
+from buffers.models import BUFFER_INDEX, Action, Block, Conversation, DeclaredCall, Message
 
 from .appends import _apply, _conversation, _load_facts
 from .imports import _index_calls
@@ -76,13 +76,15 @@ def edit_message(
     via: str,
     by: Actor,
     reason: str = "",
+    message_id: int | None = None,
 ) -> healing.Message:
     """Overwrite the message at ``index`` verbatim (no rule applies: this is the admin tier,
     MEM-15) and bring the buffer's index and counters along. The journal keeps the old
-    message; it is also returned."""
+    message; it is also returned. ``message_id``: the row the caller showed at ``index``
+    (see ``_message_at``)."""
 
     def edit(conversation: Conversation) -> healing.Message:
-        row = _message_at(conversation, index)
+        row = _message_at(conversation, index, message_id)
         old = row.as_core()
         Message.objects.filter(pk=row.pk).update(
             role=message.role,
@@ -112,13 +114,20 @@ def edit_message(
 
 
 def delete_message(
-    *, conversation_id: int, index: int, via: str, by: Actor, reason: str = ""
+    *,
+    conversation_id: int,
+    index: int,
+    via: str,
+    by: Actor,
+    reason: str = "",
+    message_id: int | None = None,
 ) -> healing.Message:
     """Remove the message at ``index``; the later ones move up by one. The journal keeps
-    the deleted message; it is also returned."""
+    the deleted message; it is also returned. ``message_id``: the row the caller showed at
+    ``index`` (see ``_message_at``)."""
 
     def delete(conversation: Conversation) -> healing.Message:
-        row = _message_at(conversation, index)
+        row = _message_at(conversation, index, message_id)
         old = row.as_core()
         block = row.block
         row.delete()  # its search index row goes with it (a foreign key, or SQLite's trigger)
@@ -144,7 +153,10 @@ def delete_message(
     return with_buffer_lock(conversation_id, via, delete)
 
 
-def _message_at(conversation: Conversation, index: int) -> Message:
+def _message_at(conversation: Conversation, index: int, message_id: int | None = None) -> Message:
+    """The message at ``index``, read under the buffer's lock. When the caller names the
+    row it showed there (``message_id``) and another write has moved it since (a heal put a
+    placeholder before it), nothing is written: the index now names another message."""
     if not 0 <= index < conversation.message_count:
         raise healing.InvalidInput(
             [
@@ -155,13 +167,30 @@ def _message_at(conversation: Conversation, index: int) -> Message:
                 )
             ]
         )
-    return (
+    row = (
         Message.objects.select_related("block")
         .filter(conversation=conversation, block__start__lte=index)
         .order_by("-block__start")
         .filter(slot=index - F("block__start"))
         .get()
     )
+    if message_id is not None and row.pk != message_id:
+        moved = (
+            Message.objects.filter(pk=message_id, conversation=conversation)
+            .annotate(index=BUFFER_INDEX)
+            .values_list("index", flat=True)
+            .first()
+        )
+        where = "it was deleted" if moved is None else f"another write moved it to {moved}"
+        raise healing.InvalidInput(
+            [
+                healing.Problem(
+                    "index",
+                    f"message {index} is no longer the one opened ({where}); nothing was written",
+                )
+            ]
+        )
+    return row
 
 
 def _reindex(conversation: Conversation) -> None:
