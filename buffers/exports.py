@@ -20,7 +20,7 @@ from typing import Any
 from . import healing, selectors
 from .bulk import cyclic_gc_paused
 from .healing import formats, normalize
-from .models import Conversation
+from .models import Action, Conversation
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,26 @@ def formats_for(conversation: Conversation) -> dict[str, ExportFormat]:
         for name, kind in EXPORT_FORMATS.items()
         if name not in NATIVE_FORMATS or name == conversation.source_format
     }
+
+
+def native_refusal(conversation: Conversation) -> str | None:
+    """Why ``conversation`` is not written back to its runtime, though read from it: a
+    runtime's writer writes each message's lines as they were read, so a message edited or
+    deleted in the admin would be written as it was, or leave the session's chain of events
+    broken, in a file said to be healed. None when nothing stands in the way."""
+    repair = (
+        conversation.changes.filter(action__in=(Action.EDIT, Action.DELETE))
+        .order_by("-at", "-pk")
+        .first()
+    )
+    if repair is None:
+        return None
+    done = "edited" if repair.action == Action.EDIT else "deleted"
+    return (
+        f"this conversation was repaired in the admin (a message {done}, "
+        f"{repair.at:%Y-%m-%d %H:%M} UTC), which its runtime's file, written from the lines "
+        "as they were read, would not carry; export it in a provider's format instead"
+    )
 
 
 @dataclass(frozen=True)
@@ -113,6 +133,8 @@ def _native(conversation: Conversation, format: str, kind: ExportFormat) -> Expo
                 )
             ]
         )
+    if refusal := native_refusal(conversation):
+        raise healing.InvalidInput([healing.Problem("format", refusal)])
     with cyclic_gc_paused():
         healed = healed_messages(selectors.buffer_messages(conversation))
         body = runtime.write_native(healed, conversation.metadata)
@@ -128,6 +150,7 @@ def native_export(conversation: Conversation) -> dict[str, str] | None:
     if runtime.write_native is None:
         return None
     return {
+        "refused": native_refusal(conversation) or "",
         "format": runtime.name,
         "label": runtime.label,
         "named": runtime.named,

@@ -18,6 +18,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
+from django.utils.html import escape
 
 from buffers import api, bulk, exports, healing, selectors, services, transcripts
 from buffers.healing import formats, sendability
@@ -611,6 +612,42 @@ def test_a_runtime_file_that_cannot_be_written_back_says_why_on_the_page_and_the
     reason = problem["message"]
     assert "not written back in that layout" in reason
     assert reason in page.content.decode()
+
+
+@pytest.mark.parametrize("format", ["claude-code", "codex"])
+@pytest.mark.parametrize("repair", ["edit", "delete"])
+def test_a_runtime_file_repaired_in_the_admin_is_not_written_back(
+    client: Client, format: str, repair: str
+) -> None:
+    """The runtime's writers write each message's lines as they were read: an admin edit or
+    delete would be lost, or break the session's chain of events, with the download
+    saying it was healed. Refused, saying why, on the page and the API; its link says so."""
+    crashed = Path(__file__).resolve().parent / "fixtures" / format / "crashed.jsonl"
+    call_command("import_transcripts", str(crashed), owner=acting_user().username, verbosity=0)
+    conversation = Conversation.objects.get()
+    assert client.get(f"/c/{conversation.pk}/export/{format}").status_code == 200
+    if repair == "edit":
+        first = selectors.buffer_messages(conversation)[0]
+        edited = healing.Message(role="user", content="edited", metadata=first.metadata)
+        services.edit_message(
+            conversation_id=conversation.pk, index=0, message=edited, via="admin", by=None
+        )
+    else:
+        services.delete_message(conversation_id=conversation.pk, index=0, via="admin", by=None)
+
+    page = client.get(f"/c/{conversation.pk}/export/{format}")
+    api_answer = client.get(f"/api/conversations/{conversation.pk}/export?format={format}")
+
+    assert (page.status_code, api_answer.status_code) == (422, 422)
+    [problem] = api_answer.json()["problems"]
+    done = {"edit": "edited", "delete": "deleted"}[repair]
+    assert problem["message"].startswith(
+        f"this conversation was repaired in the admin (a message {done}"
+    )
+    assert escape(problem["message"]) in page.content.decode()
+    detail = client.get(f"/c/{conversation.pk}/").text
+    assert f"/export/{format}" not in detail
+    assert "repaired in the admin" in detail
 
 
 # The upload page.
