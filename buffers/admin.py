@@ -305,6 +305,8 @@ class MessageForm(forms.ModelForm[Message]):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if any(name in self.errors for name in self.Meta.fields):
+            return cleaned  # a field's own check failed: the message is not read with a gap
         raw = {
             "role": cleaned.get("role"),
             "content": cleaned.get("content"),

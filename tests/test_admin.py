@@ -253,6 +253,23 @@ def test_an_admin_edit_without_a_reason_or_with_a_bad_message_writes_nothing(
     assert [c.action for c in crashed.changes.all()] == ["import"]
 
 
+def test_an_admin_edit_with_an_unknown_role_names_the_role_given_once(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    message = Message.objects.get(conversation=crashed, answers_call_id="c1")
+
+    answer = admin_client.post(
+        change("message", message.pk),
+        {"role": "bot", "content": '"x"', "metadata": "{}", "reason": "r"},
+    )
+
+    assert answer.status_code == 200
+    assert answer.context["adminform"].form.errors == {
+        "role": ["Select a valid choice. bot is not one of the available choices."]
+    }
+    assert [c.action for c in crashed.changes.all()] == ["import"]
+
+
 @pytest.mark.rule("MEM-15")
 def test_an_admin_delete_of_a_message_goes_through_the_service_and_keeps_it(
     admin_client: Client, crashed: Conversation
