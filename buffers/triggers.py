@@ -4,7 +4,12 @@ SQLite alters a table by making a new one and copying the rows, which drops the 
 triggers: any later migration that alters one of these tables would leave them unmade.
 So after every migrate (``post_migrate``) they are made again where missing; the rows
 they keep survive a copy (same ids). Each group is made only while the schema has what
-it keeps (a database migrated back before it has not)."""
+it keeps (a database migrated back before it has not).
+
+The cascades' bodies name another table that a migration may rebuild (a block's trigger
+deletes messages), and SQLite refuses to rename a rebuilt table into place while a
+trigger names it missing. So they are dropped before every migrate (``pre_migrate``)
+and made after it: no migration runs beside them."""
 
 from __future__ import annotations
 
@@ -35,6 +40,9 @@ CASCADES = (
 )
 
 
+CASCADE_NAMES = ("buffers_message_forget_with_block", "buffers_declaredcall_forget_with_message")
+
+
 def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
     """``post_migrate``: make the SQLite triggers again where a migration dropped them."""
     from django.db import connections
@@ -43,13 +51,13 @@ def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
     if target.vendor != "sqlite":
         return
     with target.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s",
-            ["buffers_conversationsearch"],
-        )
-        if cursor.fetchone()[0]:  # else migrated back to before the index
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        tables = {name for (name,) in cursor.fetchall()}
+        if "buffers_conversationsearch" in tables:  # else migrated back to before the index
             for sql in SEARCH:
                 cursor.execute(sql)
+        if not {"buffers_block", "buffers_message", "buffers_declaredcall"} <= tables:
+            return  # migrated back to before the app
         cursor.execute(
             "SELECT count(*) FROM pragma_foreign_key_list('buffers_message') "
             "WHERE \"from\" = 'block_id'"
@@ -57,3 +65,15 @@ def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
         if not cursor.fetchone()[0]:  # else migrated back to when foreign keys cascaded
             for sql in CASCADES:
                 cursor.execute(sql)
+
+
+def drop_sqlite_cascades(using: str = "default", **_: Any) -> None:
+    """``pre_migrate``: drop the cascades, which ``keep_sqlite_triggers`` makes again."""
+    from django.db import connections
+
+    target = connections[using]
+    if target.vendor != "sqlite":
+        return
+    with target.cursor() as cursor:
+        for name in CASCADE_NAMES:
+            cursor.execute(f"DROP TRIGGER IF EXISTS {name}")

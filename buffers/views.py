@@ -25,7 +25,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.functional import cached_property
+from django.utils.functional import SimpleLazyObject, cached_property
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import reswap, retarget
@@ -107,7 +107,7 @@ def _int(value: str | None) -> int | None:
 
 
 @require_safe
-@vary_on_headers("HX-Request")
+@vary_on_headers("HX-Request", "HX-History-Restore-Request")
 def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
     show = _choice(request.GET.get("show"), FILTERS, "all")
     sort = _choice(request.GET.get("sort"), SORTS, "updated")
@@ -280,7 +280,7 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_safe
-@vary_on_headers("HX-Request")
+@vary_on_headers("HX-Request", "Accept")
 def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The next message with a problem of one kind after ``from`` (round the end of the
     buffer): for the page's script, its index as JSON (it opens it in place); without
@@ -538,7 +538,8 @@ def _page_context(
         "conversation": conversation,
         "can_drive": can_drive,
         "export_formats": exports.DOCUMENT_FORMATS,
-        "native": exports.native_export(conversation),
+        # Read only where the page shows it (not in the partials htmx asks for).
+        "native": SimpleLazyObject(lambda: exports.native_export(conversation)),
         "verdicts": None,
         "window": window,
         "range_start": window.start,

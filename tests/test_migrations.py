@@ -12,8 +12,8 @@ from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from buffers.models import Conversation, DeclaredCall, Message
-from buffers.triggers import keep_sqlite_triggers
+from buffers.models import Block, Conversation, DeclaredCall, Message
+from buffers.triggers import CASCADE_NAMES, drop_sqlite_cascades, keep_sqlite_triggers
 from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
 from tests.integrity import assert_consistent
 
@@ -199,28 +199,36 @@ def _cascade_triggers() -> set[str]:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite drops a rebuilt table's triggers")
-def test_the_cascade_triggers_are_made_again_after_a_rebuild_and_only_without_foreign_keys() -> (
+def test_the_cascade_triggers_outlast_a_rebuild_of_their_tables_and_only_without_foreign_keys() -> (
     None
 ):
     """0016's triggers delete a block's messages and a message's declared calls. A later
-    migration that rebuilds either table drops them; post_migrate makes them again. Back
-    before 0016 the foreign keys cascade, and no trigger is made beside them."""
-    made = {"buffers_message_forget_with_block", "buffers_declaredcall_forget_with_message"}
-    with connection.cursor() as cursor:  # what a rebuild of both tables does to them
-        for name in made:
-            cursor.execute(f"DROP TRIGGER {name}")
-    keep_sqlite_triggers()
+    migration that rebuilds those tables would be refused while they stand (each names
+    another's table): pre_migrate drops them, post_migrate makes them again. Back before
+    0016 the foreign keys cascade, and no trigger is made beside them; back before the
+    app, none is made at all."""
+    made = set(CASCADE_NAMES)
+    assert _cascade_triggers() == made
+    drop_sqlite_cascades()  # what pre_migrate does before `manage.py migrate`
+    with connection.schema_editor() as editor:  # what a later migration's rebuild does
+        for model in (Block, Message, DeclaredCall):
+            editor._remake_table(model)  # type: ignore[attr-defined]  # SQLite's editor
+    keep_sqlite_triggers()  # and post_migrate after it
     assert _cascade_triggers() == made
 
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("buffers")
     try:
-        executor.migrate([("buffers", "0015_verdicts_of_refused_parts")])
-        keep_sqlite_triggers()
-        assert _cascade_triggers() == set()
+        for target in ("0015_verdicts_of_refused_parts", None):
+            drop_sqlite_cascades()
+            executor.migrate([("buffers", target)])
+            keep_sqlite_triggers()
+            assert _cascade_triggers() == set()
+            executor = MigrationExecutor(connection)
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
+        drop_sqlite_cascades()
         executor.migrate(latest)
         keep_sqlite_triggers()
     assert _cascade_triggers() == made

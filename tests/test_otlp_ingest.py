@@ -456,6 +456,19 @@ def test_bytes_after_the_gzip_data_are_a_400(client: Client, token: str) -> None
 
 
 @pytest.mark.django_db
+def test_a_gzip_body_of_many_members_is_a_400(client: Client, token: str) -> None:
+    """Each member costs a pass over what follows it: a body of a million empty ones would
+    hold a worker for minutes. An exporter writes one."""
+    body = gzip.compress(request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString())
+
+    response = post(client, gzip.compress(b"") * 16 + body, token, **{"Content-Encoding": "gzip"})
+
+    assert response.status_code == 400
+    assert "more than 16 members" in RpcStatus.FromString(response.content).message
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_gzip_bomb_is_a_413_before_it_inflates(client: Client, token: str, settings: Any) -> None:
     settings.FLOWDROP_OTLP_MAX_BYTES = 1024 * 1024
     bomb = gzip.compress(b"\x00" * (20 * 1024 * 1024))

@@ -4,18 +4,13 @@
 # 125,000 checks took 0.36 s of the store's 1.57 s (docs/decisions.md, "Import"). The
 # service writes every message with its block, and every declared call with its message,
 # in one transaction; tests/integrity.py checks that each has its own after any write.
-# SQLite rebuilds both tables; buffers.triggers.keep_sqlite_triggers makes their triggers
-# again after the migration, as after any rebuild.
+# SQLite rebuilds both tables. Its triggers are made after every migrate, not here
+# (buffers.triggers: each names a table a later migration may rebuild, which SQLite
+# refuses while the trigger stands), and dropped before it.
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-SQLITE = [
-    "CREATE TRIGGER buffers_message_forget_with_block AFTER DELETE ON buffers_block "
-    "BEGIN DELETE FROM buffers_message WHERE block_id = old.id; END",
-    "CREATE TRIGGER buffers_declaredcall_forget_with_message AFTER DELETE ON buffers_message "
-    "BEGIN DELETE FROM buffers_declaredcall WHERE message_id = old.id; END",
-]
 SQLITE_REVERSE = [
     "DROP TRIGGER IF EXISTS buffers_declaredcall_forget_with_message",
     "DROP TRIGGER IF EXISTS buffers_message_forget_with_block",
@@ -46,9 +41,9 @@ POSTGRESQL_REVERSE = [
 
 
 def create_triggers(apps, schema_editor):
-    postgresql = schema_editor.connection.vendor == "postgresql"
-    for sql in POSTGRESQL if postgresql else SQLITE:
-        schema_editor.execute(sql, params=None)
+    if schema_editor.connection.vendor == "postgresql":  # SQLite's: post_migrate
+        for sql in POSTGRESQL:
+            schema_editor.execute(sql, params=None)
 
 
 def drop_triggers(apps, schema_editor):

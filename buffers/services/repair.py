@@ -130,7 +130,7 @@ def delete_message(
         row = _message_at(conversation, index, message_id)
         old = row.as_core()
         block = row.block
-        row.delete()  # its search index row goes with it (a foreign key, or SQLite's trigger)
+        row.delete()  # its search index row and declared calls go with it (triggers)
         # Slots and starts are unique: through negative values and back, as in _make_room.
         Message.objects.filter(block=block, slot__gt=row.slot).update(slot=-F("slot"))
         Message.objects.filter(block=block, slot__lt=0).update(slot=-F("slot") - 1)

@@ -423,6 +423,32 @@ def test_an_event_written_twice_is_read_once_and_the_repeat_named() -> None:
     assert "reordered_by_id" not in conversation.metadata["openhands"]
 
 
+def test_events_never_added_to_a_stream_have_no_id_to_order_or_repeat_by() -> None:
+    """OpenHands gives an event it never added to a stream the id -1 (the null
+    observations padding a 2024 evaluation history's pairs): two of them are no repeat,
+    and they move nothing to the front."""
+    action = run(2, response("r1", "t1"), "t1")
+    padding = {
+        "id": -1,
+        "timestamp": "2025-10-14T09:12:03.500000",
+        "source": "agent",
+        "message": "No observation",
+        "observation": "null",
+        "content": "",
+        "extras": {},
+    }
+    stream = [said(1, "user", "hi"), action, ran(3, action, "a.txt"), padding, padding]
+    stream.append(said(4, "agent", "ok"))
+
+    reading = read(Source(document=stream))
+
+    [conversation] = reading.conversations
+    messages = healing.parse_messages(conversation.messages, json_checked=True)
+    assert sent(messages) == ["user hi", "assistant t1", "tool t1", "assistant ok"]
+    assert "reordered_by_id" not in conversation.metadata.get("openhands", {})
+    assert not any("repeat" in skipped.why for skipped in reading.skipped)
+
+
 def test_an_agent_sdk_event_written_twice_is_read_once_too() -> None:
     source = source_of(OWN / "sdk-v1-events.jsonl")
     assert source.lines is not None

@@ -291,10 +291,11 @@ def _by_id(events: list[Entry]) -> tuple[list[Entry], bool]:
     values keep their places among them), and whether the file's order was another. A
     repeat of an id (skipped when read) does not count as out of order."""
     slots = [index for index, entry in enumerate(events) if isinstance(entry.value, dict)]
+    values = [events[index].value for index in slots]
     ids = [
         ident
-        for index in slots
-        if isinstance(event := events[index].value, dict) and type(ident := event.get("id")) is int
+        for value in values
+        if isinstance(value, dict) and isinstance(ident := _stream_id(value.get("id")), int)
     ]
     if not ids or len(ids) < len(slots):
         return events, False
@@ -305,6 +306,15 @@ def _by_id(events: list[Entry]) -> tuple[list[Entry], bool]:
     for slot, (_, index) in zip(slots, sorted(zip(ids, slots, strict=True)), strict=True):
         ordered[slot] = events[index]
     return ordered, True
+
+
+def _stream_id(ident: object) -> int | str | None:
+    """An event's id in its stream: an integer from 0 (OpenHands 0.x) or a string (the
+    agent SDK's UUIDs). An event never added to a stream has -1 (the null observations
+    padding a 2024 evaluation history's pairs): no id, however many there are."""
+    if isinstance(ident, str) or (type(ident) is int and ident >= 0):
+        return ident
+    return None
 
 
 @dataclass
@@ -463,9 +473,10 @@ class _Reader:
     def repeats(self, entry: Entry, ident: object) -> bool:
         """Whether the event repeats an earlier one's id (skipped, named with its place):
         OpenHands holds one event per id."""
-        if isinstance(ident, bool) or not isinstance(ident, int | str):
+        known = _stream_id(ident)
+        if known is None:
             return False
-        first = self.places.setdefault(ident, entry.where)
+        first = self.places.setdefault(known, entry.where)
         if first == entry.where:
             return False
         self.skipped.append(
