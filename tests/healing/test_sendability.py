@@ -604,6 +604,13 @@ def test_the_refusal_names_the_part_and_both_providers() -> None:
     )
 
 
+def test_a_refusal_names_an_opentelemetry_uri_part_with_its_article() -> None:
+    uri = {"type": "uri", "modality": "image", "uri": "https://example.com/cat.png"}
+    [(_, _, sentence)] = rejections("gemini", *holding(uri))
+
+    assert sentence.startswith("the user message at message 0 holds a uri part in the shape")
+
+
 def test_openai_refuses_its_own_image_in_a_tool_message_which_holds_text_only() -> None:
     buffer = [
         user("draw it"),

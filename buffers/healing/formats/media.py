@@ -111,10 +111,10 @@ def part_family(part: object) -> tuple[Family, str] | None:
     kind = part.get("type")
     if isinstance(kind, str):
         if kind in _TEXT_TYPES:  # its text is missing or not a string (text_of said so)
-            return "textless", f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
+            return "textless", _part_named(kind)
         for family, kinds in _TYPED_PARTS.items():
             if kind in kinds:
-                name = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} part"
+                name = _part_named(kind)
                 return (family if _shaped(part, kind) else "none"), name
         return None
     if "type" in part:
@@ -304,6 +304,12 @@ _OWN_PARTS: dict[str, dict[str, frozenset[str]]] = {
 where its API says (a role not named takes them all): the OpenAI APIs' types; Anthropic's
 ``system`` holds text blocks, and a ``tool_result`` text, images, documents and search
 results; Gemini's system instruction is text."""
+
+
+def _part_named(kind: str) -> str:
+    """A part's type in a sentence, with its article: an image part, a uri part."""
+    article = "an" if kind[0] in "aeio" or kind.startswith("un") else "a"
+    return f"{article} {kind} part"
 
 
 def taken(part: object, provider: str, role: str) -> bool:
