@@ -32,15 +32,12 @@ SEARCH = (
 
 # The deletes that no foreign key cascades (migration 0016): a block's messages, and a
 # message's declared calls.
-CASCADES = (
-    "CREATE TRIGGER IF NOT EXISTS buffers_message_forget_with_block AFTER DELETE "
-    "ON buffers_block BEGIN DELETE FROM buffers_message WHERE block_id = old.id; END",
-    "CREATE TRIGGER IF NOT EXISTS buffers_declaredcall_forget_with_message AFTER DELETE "
-    "ON buffers_message BEGIN DELETE FROM buffers_declaredcall WHERE message_id = old.id; END",
-)
-
-
-CASCADE_NAMES = ("buffers_message_forget_with_block", "buffers_declaredcall_forget_with_message")
+CASCADES = {
+    "buffers_message_forget_with_block": "AFTER DELETE ON buffers_block "
+    "BEGIN DELETE FROM buffers_message WHERE block_id = old.id; END",
+    "buffers_declaredcall_forget_with_message": "AFTER DELETE ON buffers_message "
+    "BEGIN DELETE FROM buffers_declaredcall WHERE message_id = old.id; END",
+}
 
 
 def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
@@ -63,8 +60,8 @@ def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
             "WHERE \"from\" = 'block_id'"
         )
         if not cursor.fetchone()[0]:  # else migrated back to when foreign keys cascaded
-            for sql in CASCADES:
-                cursor.execute(sql)
+            for name, body in CASCADES.items():
+                cursor.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
 
 
 def drop_sqlite_cascades(using: str = "default", **_: Any) -> None:
@@ -75,5 +72,5 @@ def drop_sqlite_cascades(using: str = "default", **_: Any) -> None:
     if target.vendor != "sqlite":
         return
     with target.cursor() as cursor:
-        for name in CASCADE_NAMES:
+        for name in CASCADES:
             cursor.execute(f"DROP TRIGGER IF EXISTS {name}")

@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from buffers.models import Block, Conversation, DeclaredCall, Message
-from buffers.triggers import CASCADE_NAMES, drop_sqlite_cascades, keep_sqlite_triggers
+from buffers.triggers import CASCADES, drop_sqlite_cascades, keep_sqlite_triggers
 from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
 from tests.integrity import assert_consistent
 
@@ -207,7 +207,7 @@ def test_the_cascade_triggers_outlast_a_rebuild_of_their_tables_and_only_without
     another's table): pre_migrate drops them, post_migrate makes them again. Back before
     0016 the foreign keys cascade, and no trigger is made beside them; back before the
     app, none is made at all."""
-    made = set(CASCADE_NAMES)
+    made = set(CASCADES)
     assert _cascade_triggers() == made
     drop_sqlite_cascades()  # what pre_migrate does before `manage.py migrate`
     with connection.schema_editor() as editor:  # what a later migration's rebuild does

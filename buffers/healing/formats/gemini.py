@@ -404,11 +404,10 @@ def response_parts(message: Message, names: Mapping[str | None, str]) -> list[di
 def _as_gemini_media(part: object) -> dict[str, Any] | None:
     """A media part as a Gemini user turn takes it: Gemini's own, or another's translated;
     None when Gemini takes it in neither shape."""
-    if media.taken(part, "gemini", "user"):
-        found = media.part_family(part)
-        if found is not None and found[0] == "gemini":
-            assert isinstance(part, dict)
-            return part
+    found = media.part_family(part)
+    if found is not None and found[0] == "gemini":
+        assert isinstance(part, dict)
+        return part if media.taken(part, "gemini", "user") else None
     return media.translated(part, "gemini", "user")
 
 

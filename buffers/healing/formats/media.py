@@ -68,6 +68,8 @@ _TYPED_PARTS: dict[Family, frozenset[str]] = {
 }
 """Content part types by family: each provider's, which its API alone takes; ``refusal``,
 both OpenAI APIs'; OpenTelemetry's, which none takes as they are."""
+_NO_PROVIDERS = frozenset({"none", "textless"})
+"""The families no provider takes."""
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 """The types of a text part, in each provider's spelling: one without a string ``text``
 (OpenTelemetry's when content is not captured; a log's ``"text": null``) is no provider's."""
@@ -321,7 +323,7 @@ def taken(part: object, provider: str, role: str) -> bool:
     if found is None:
         return True
     family = found[0]
-    if family in ("none", "textless"):
+    if family in _NO_PROVIDERS:
         return False
     if family == provider or (family == "openai" and provider.startswith("openai")):
         assert isinstance(part, dict)
@@ -349,7 +351,7 @@ def translated(part: object, provider: str, role: str) -> dict[str, Any] | None:
     """``part`` in ``provider``'s shape, for a ``role`` message, when it is another
     provider's and ``provider`` takes what it holds there; else None."""
     found = part_family(part)
-    if found is None or found[0] in (provider, "none", "textless"):
+    if found is None or found[0] == provider or found[0] in _NO_PROVIDERS:
         return None
     assert isinstance(part, dict)
     if found[0] == "openai":  # a refusal, to a provider that has no part for one: its text
