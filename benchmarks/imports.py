@@ -43,7 +43,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from buffers import healing, search, services, transcripts  # noqa: E402
+from buffers import bulk, healing, search, services, transcripts  # noqa: E402
 from buffers.services import imports as import_service  # noqa: E402
 
 LENGTH = 100_000
@@ -91,14 +91,15 @@ class Stages:
         ("read: reader + messages", transcripts, "read_source"),
         ("  of which parse_messages", healing, "parse_messages"),
         ("store: call index", healing, "index_buffer"),
-        ("store: search index", search, "index_messages"),
         ("store: INSERT/COPY rows", import_service, "_insert_rows"),
+        ("store: words + tally, waited for", bulk.Aside, "next_result"),
+        ("store: search index, written", search, "index_words"),
         ("store: declared calls", import_service, "_index_calls"),
-        ("store: tally, counted (a thread)", healing.verdicts, "tally"),
-        ("store: tally, waited for + stored", import_service, "store_tally"),
+        ("store: tally, stored", import_service, "store_tally"),
     )
-    """The store's stages overlap: PostgreSQL files rows while the next are made, and the
-    tally is counted in a thread meanwhile. CPU is the process's (every thread's)."""
+    """The store's stages overlap: PostgreSQL files rows while the next are made, and a
+    copy of the process finds the words to index and counts the tally meanwhile (timed
+    here: how long the import waited for each). CPU is this process's, not the copy's."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import multiprocessing
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from typing import Any
 
 _FROZEN_AT_LOAD = gc.get_freeze_count()
 """What was frozen before this module loaded: Python 3.12 keeps a few hundred immortal
@@ -39,3 +43,75 @@ def cyclic_gc_paused() -> Iterator[None]:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+class Aside:
+    """Pure computations over a transcript already in memory, done by a forked copy of this
+    process on the machine's other core while this one writes; ``next_result()`` gives
+    their results in order, waiting for each.
+
+    Threads cannot share that work: Python runs one at a time, and one that waits for the
+    database hands the interpreter back to the other only at its next switch (the import
+    of a 100,000-message Claude Code session took longer with its tally in a thread than
+    without; benchmarks/imports.py). A forked copy holds the transcript from the start
+    (copy on write) and sends back only the results.
+
+    The work is done here instead, when ``next_result()`` asks for it, when a copy would
+    not pay (``fork=False``), when this platform cannot fork, when this process runs other
+    threads (a copy holds only the forking thread, and whatever lock another held stays
+    held in it), and for what a copy did not send (it failed or was killed). So every
+    result is the one the work gives here, and a work that raises raises here.
+    """
+
+    def __init__(self, works: Sequence[Callable[[], object]], *, fork: bool = True) -> None:
+        self._works = list(works)
+        self._given = 0
+        self._copy: multiprocessing.process.BaseProcess | None = None
+        self._results: Connection | None = None
+        if fork and self._works and _may_fork():
+            context = multiprocessing.get_context("fork")
+            self._results, sending = context.Pipe(duplex=False)
+            self._copy = context.Process(target=_send_results, args=(self._works, sending))
+            self._copy.start()
+            sending.close()
+
+    def next_result(self) -> Any:
+        work = self._works[self._given]
+        self._given += 1
+        if self._results is not None:
+            try:
+                return self._results.recv()
+            except (EOFError, OSError):  # the copy ended before sending it: done here
+                self.close()
+        return work()
+
+    def close(self) -> None:
+        """Stop the copy, if it still works (its results are not wanted)."""
+        if self._copy is not None:
+            self._copy.kill()
+            self._copy.join()
+            self._copy.close()
+            self._copy = None
+        if self._results is not None:
+            self._results.close()
+            self._results = None
+
+    def __enter__(self) -> Aside:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _may_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def _send_results(works: Sequence[Callable[[], object]], results: Connection) -> None:
+    """In the forked copy: each work's result, sent as soon as it is known."""
+    for work in works:
+        try:
+            result = work()
+        except Exception:  # computed again where it was asked for, and raised there
+            return
+        results.send(result)

@@ -45,7 +45,14 @@ from .hits import (
     snippet,
     step,
 )
-from .index import forget_messages, index_messages, rebuild, reindex_messages
+from .index import (
+    forget_messages,
+    index_messages,
+    index_words,
+    messages_words,
+    rebuild,
+    reindex_messages,
+)
 from .listing import PG_CONVERSATION_DOCUMENT, Matching, first_hits, matching_conversations
 from .words import (
     INDEXED_CHARS,
@@ -77,8 +84,10 @@ __all__ = [
     "hit_indexes",
     "hits_page",
     "index_messages",
+    "index_words",
     "matching_conversations",
     "message_text",
+    "messages_words",
     "rebuild",
     "reindex_messages",
     "snippet",

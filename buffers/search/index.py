@@ -26,7 +26,19 @@ def index_messages(
     gets no row. An import, which knows each message's block (``blocks``, by message id),
     gives all its rows at once: PostgreSQL takes them in one COPY as they are made, filing
     each while the next one's words are found."""
-    indexed = ((pk, c, words) for pk, c, text in rows if text and (words := words_of(text)))
+    index_words(((pk, c, words_of(text) if text else "") for pk, c, text in rows), blocks=blocks)
+
+
+def messages_words(messages: Iterable[healing.Message]) -> list[str]:
+    """Each message's words as the index holds them ("": none), for ``index_words``."""
+    return [words_of(text) if (text := message_text(m)) else "" for m in messages]
+
+
+def index_words(
+    rows: Iterable[tuple[int, int, str]], *, blocks: Mapping[int, int] | None = None
+) -> None:
+    """``index_messages`` for rows whose words are found (``words_of``) already."""
+    indexed = ((pk, c, words) for pk, c, words in rows if words)
     if blocks is not None and connection.vendor == "postgresql":
         _copy(indexed, blocks)
         return

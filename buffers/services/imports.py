@@ -3,9 +3,9 @@ then rows, blocks and the declared-call index written in bulk."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.db import connection, models
 
 from buffers import healing, search
-from buffers.bulk import cyclic_gc_paused
+from buffers.bulk import Aside, cyclic_gc_paused
 from buffers.healing import jsontext
 from buffers.models import Action, Block, Conversation, DeclaredCall, Message, Scope
 
@@ -42,6 +42,11 @@ class ConversationIn:
 
 
 # Storing transcripts verbatim.
+
+ASIDE_FROM = 20_000
+"""The length from which an import finds its words and tally in a copy of its process
+(``bulk.Aside``): forking one costs some milliseconds, and the copy the memory it
+touches."""
 
 
 def import_conversations(
@@ -225,23 +230,23 @@ def _write_verbatim(
                 progress(len(chunk))
 
     # Two cores at work: each COPY takes its rows as they are made, so PostgreSQL files one
-    # while the next is made; and the tally (pure Python) is counted in a thread meanwhile,
-    # which runs while the writes wait for the database (waits release the GIL).
-    counting = ThreadPoolExecutor(max_workers=1)
-    tally = counting.submit(healing.verdicts.tally, messages, index)
-    try:
+    # while the next is made; and a copy of this process finds the words to index and
+    # counts the tally meanwhile (pure Python: see bulk.Aside), for a long transcript.
+    with Aside(
+        [
+            functools.partial(search.messages_words, messages),
+            functools.partial(healing.verdicts.tally, messages, index),
+        ],
+        fork=len(messages) >= ASIDE_FROM,
+    ) as aside:
         _insert_rows(Message, message_columns, message_rows())
-        search.index_messages(
-            (
-                (ids[position], conversation.pk, search.message_text(message))
-                for position, message in enumerate(messages)
-            ),
+        words = aside.next_result()
+        search.index_words(
+            ((pk, conversation.pk, found) for pk, found in zip(ids, words, strict=True)),
             blocks={pk: blocks[position // block_size].pk for position, pk in enumerate(ids)},
         )
         _index_calls(conversation, index, ids, len(messages))
-        store_tally(conversation, tally.result())
-    finally:  # a failed write does not wait for the count, whose result no one needs then
-        counting.shutdown(wait=False, cancel_futures=True)
+        store_tally(conversation, aside.next_result())
     conversation.refresh_from_db()
 
 
