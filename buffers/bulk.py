@@ -59,7 +59,8 @@ class Aside:
     The work is done here instead, when ``next_result()`` asks for it, when a copy would
     not pay (``fork=False``), when this platform cannot fork, when this process runs other
     threads (a copy holds only the forking thread, and whatever lock another held stays
-    held in it), and for what a copy did not send (it failed or was killed). So every
+    held in it) or may have no child (``_may_fork``), when the system refuses a process,
+    and for what a copy did not send (it failed or was killed). So every
     result is the one the work gives here, and a work that raises raises here.
     """
 
@@ -72,7 +73,12 @@ class Aside:
             context = multiprocessing.get_context("fork")
             self._results, sending = context.Pipe(duplex=False)
             self._copy = context.Process(target=_send_results, args=(self._works, sending))
-            self._copy.start()
+            try:
+                self._copy.start()
+            except OSError:  # no memory or no process left for a copy: done here
+                self._copy = None
+                self._results.close()
+                self._results = None
             sending.close()
 
     def next_result(self) -> Any:
@@ -104,7 +110,13 @@ class Aside:
 
 
 def _may_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    """Whether this process may copy itself: it can fork, runs no other thread, and is not
+    a daemonic process of ``multiprocessing`` (a pool's worker), which may have no child."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not multiprocessing.current_process().daemon
+    )
 
 
 def _send_results(works: Sequence[Callable[[], object]], results: Connection) -> None:

@@ -50,3 +50,8 @@ def a_failing_work() -> tuple[int, str, tuple[int, object]]:
         except LookupError as error:
             raised = str(error)
         return os.getpid(), raised, aside.next_result()
+
+
+def a_daemons_work() -> tuple[int, tuple[int, object]]:
+    with bulk.Aside([functools.partial(where_and, "tally")]) as aside:
+        return os.getpid(), aside.next_result()

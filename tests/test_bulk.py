@@ -25,7 +25,13 @@ from buffers import bulk, healing, search, services
 from buffers.management.commands.import_transcripts import _Bar
 from buffers.models import Conversation
 from buffers.services import imports
-from tests.aside_cases import a_copy_killed_midway, a_failing_work, results_in_order, where_and
+from tests.aside_cases import (
+    a_copy_killed_midway,
+    a_daemons_work,
+    a_failing_work,
+    results_in_order,
+    where_and,
+)
 from tests.integrity import assert_consistent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +78,15 @@ def test_a_process_running_other_threads_is_not_copied() -> None:
     finally:
         stop.set()
         waiting.join()
+
+
+def test_a_pools_daemonic_worker_does_the_work_itself() -> None:
+    """multiprocessing's pools run daemonic processes, which may not have children."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(processes=1) as pool:
+        here, tally = pool.apply(a_daemons_work)
+
+    assert tally == (here, "tally")
 
 
 def test_work_not_worth_a_copy_is_done_here_when_asked_for() -> None:
