@@ -48,7 +48,7 @@ def cyclic_gc_paused() -> Iterator[None]:
 class Aside:
     """Pure computations over a transcript already in memory, done by a forked copy of this
     process on the machine's other core while this one writes; ``next_result()`` gives
-    their results in order, waiting for each.
+    their results in order, waiting for the copy to finish them.
 
     Threads cannot share that work: Python runs one at a time, and one that waits for the
     database hands the interpreter back to the other only at its next switch (the import
@@ -120,10 +120,14 @@ def _may_fork() -> bool:
 
 
 def _send_results(works: Sequence[Callable[[], object]], results: Connection) -> None:
-    """In the forked copy: each work's result, sent as soon as it is known."""
+    """In the forked copy: every work's result, then each sent. Not each as it is known:
+    a pipe holds 64 KB, so a large result waits in it until the process reads it, and the
+    next work with it."""
+    computed = []
     for work in works:
         try:
-            result = work()
-        except Exception:  # computed again where it was asked for, and raised there
-            return
+            computed.append(work())
+        except Exception:  # computed again where it is asked for, and raised there
+            break
+    for result in computed:
         results.send(result)

@@ -32,24 +32,30 @@ def results_in_order() -> tuple[int, list[tuple[int, object]]]:
         return os.getpid(), [aside.next_result(), aside.next_result()]
 
 
-def a_copy_killed_midway() -> tuple[int, list[tuple[int, object]]]:
+def a_killed_copy() -> tuple[int, list[tuple[int, object]]]:
     here = os.getpid()
-    works = [functools.partial(where_and, "sent"), functools.partial(dies_in_a_copy, "late", here)]
+    works = [
+        functools.partial(where_and, "words"),
+        functools.partial(dies_in_a_copy, "tally", here),
+    ]
     with bulk.Aside(works) as aside:
         return here, [aside.next_result(), aside.next_result()]
 
 
-def a_failing_work() -> tuple[int, str, tuple[int, object]]:
+def a_failing_work(first: bool) -> tuple[int, tuple[int, object] | str, tuple[int, object] | str]:
+    """The first or the second work fails; what each ``next_result()`` gave, or raised."""
     works: list[Callable[[], object]] = [
-        functools.partial(fails, "words"),
-        functools.partial(where_and, "tally"),
+        functools.partial(fails if first else where_and, "words"),
+        functools.partial(where_and if first else fails, "tally"),
     ]
+    given: list[tuple[int, object] | str] = []
     with bulk.Aside(works) as aside:
-        try:
-            aside.next_result()
-        except LookupError as error:
-            raised = str(error)
-        return os.getpid(), raised, aside.next_result()
+        for _ in works:
+            try:
+                given.append(aside.next_result())
+            except LookupError as error:
+                given.append(str(error))
+    return os.getpid(), given[0], given[1]
 
 
 def a_daemons_work() -> tuple[int, tuple[int, object]]:

@@ -26,9 +26,9 @@ from buffers.management.commands.import_transcripts import _Bar
 from buffers.models import Conversation
 from buffers.services import imports
 from tests.aside_cases import (
-    a_copy_killed_midway,
     a_daemons_work,
     a_failing_work,
+    a_killed_copy,
     results_in_order,
     where_and,
 )
@@ -54,18 +54,25 @@ def test_a_copy_of_the_process_does_the_work_and_sends_its_results_in_order() ->
 
 
 def test_what_a_killed_copy_did_not_send_is_done_here() -> None:
-    here, [sent, late] = in_a_new_process(a_copy_killed_midway)
+    here, [words, tally] = in_a_new_process(a_killed_copy)
 
-    assert sent == (sent[0], "sent")
-    assert sent[0] != here
-    assert late == (here, "late")
-
-
-def test_a_work_that_fails_fails_here_and_the_rest_are_done_here() -> None:
-    here, raised, tally = in_a_new_process(a_failing_work)
-
-    assert raised == "no words"
+    assert words == (here, "words")
     assert tally == (here, "tally")
+
+
+def test_a_work_that_fails_in_the_copy_fails_here() -> None:
+    here, words, tally = in_a_new_process(functools.partial(a_failing_work, first=True))
+
+    assert words == "no words"
+    assert tally == (here, "tally")
+
+
+def test_what_a_copy_computed_before_a_failing_work_is_taken_from_it() -> None:
+    here, words, tally = in_a_new_process(functools.partial(a_failing_work, first=False))
+
+    assert words == (words[0], "words")
+    assert words[0] != here
+    assert tally == "no tally"
 
 
 def test_a_process_running_other_threads_is_not_copied() -> None:
