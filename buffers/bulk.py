@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
+import os
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 _FROZEN_AT_LOAD = gc.get_freeze_count()
@@ -70,15 +75,25 @@ class Aside:
         self._copy: multiprocessing.process.BaseProcess | None = None
         self._results: Connection | None = None
         if fork and self._works and _may_fork():
-            context = multiprocessing.get_context("fork")
+            self._start_copy()
+
+    def _start_copy(self) -> None:
+        context = multiprocessing.get_context("fork")
+        try:
             self._results, sending = context.Pipe(duplex=False)
-            self._copy = context.Process(target=_send_results, args=(self._works, sending))
-            try:
-                self._copy.start()
-            except OSError:  # no memory or no process left for a copy: done here
-                self._copy = None
-                self._results.close()
-                self._results = None
+        except OSError:  # no file descriptor left
+            return
+        copy = context.Process(
+            target=_send_results, args=(self._works, sending, self._results, os.getpid())
+        )
+        try:
+            copy.start()
+        except OSError:  # no memory or no process left for a copy: done here
+            self._results.close()
+            self._results = None
+        else:
+            self._copy = copy
+        finally:
             sending.close()
 
     def next_result(self) -> Any:
@@ -110,24 +125,55 @@ class Aside:
 
 
 def _may_fork() -> bool:
-    """Whether this process may copy itself: it can fork, runs no other thread, and is not
-    a daemonic process of ``multiprocessing`` (a pool's worker), which may have no child."""
-    return (
-        "fork" in multiprocessing.get_all_start_methods()
-        and threading.active_count() == 1
-        and not multiprocessing.current_process().daemon
-    )
+    """Whether this process may copy itself: it can fork, runs no other thread (any, not
+    only ``threading``'s), and is not a daemonic process of ``multiprocessing`` (a pool's
+    worker), which may have no child."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        threads = sum(1 for _ in Path("/proc/self/task").iterdir())
+    except OSError:  # no /proc: the threads Python started
+        threads = threading.active_count()
+    return threads == 1 and not multiprocessing.current_process().daemon
 
 
-def _send_results(works: Sequence[Callable[[], object]], results: Connection) -> None:
+_PR_SET_PDEATHSIG = 1
+
+
+def _send_results(
+    works: Sequence[Callable[[], object]], results: Connection, reading: Connection, parent: int
+) -> None:
     """In the forked copy: every work's result, then each sent. Not each as it is known:
     a pipe holds 64 KB, so a large result waits in it until the process reads it, and the
-    next work with it."""
+    next work with it.
+
+    The copy is the process's own, and ends with it: it holds none of its signal handlers
+    (a gunicorn worker's SIGTERM only asks the worker to stop, and the copy would outlive
+    it holding its socket) and ignores Ctrl-C (the process stops it), the kernel kills it
+    when the process ends (Linux), and it closes its copy of the pipe's reading end, so
+    that a send to a process that has ended fails rather than waits forever."""
+    reading.close()
+    _signals_as_default()
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the kernel was asked
+        return
     computed = []
     for work in works:
         try:
             computed.append(work())
         except Exception:  # computed again where it is asked for, and raised there
             break
-    for result in computed:
-        results.send(result)
+    try:
+        for result in computed:
+            results.send(result)
+    except OSError:  # the process that wanted them has ended
+        return
+
+
+def _signals_as_default() -> None:
+    for number in signal.valid_signals():
+        if callable(signal.getsignal(number)):
+            signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.set_wakeup_fd(-1)

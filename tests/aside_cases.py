@@ -1,12 +1,15 @@
 """What ``tests/test_bulk.py`` runs in a new interpreter: a process with no other thread,
-which ``bulk.Aside`` copies. Nothing here loads Django."""
+which ``bulk.Aside`` copies. Django is loaded only by the case that runs the command."""
 
 from __future__ import annotations
 
 import functools
+import io
 import os
 import signal
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from buffers import bulk
 
@@ -61,3 +64,55 @@ def a_failing_work(first: bool) -> tuple[int, tuple[int, object] | str, tuple[in
 def a_daemons_work() -> tuple[int, tuple[int, object]]:
     with bulk.Aside([functools.partial(where_and, "tally")]) as aside:
         return os.getpid(), aside.next_result()
+
+
+def writes_its_pid_and_works_on(pid_file: str, forked_from: int) -> str:
+    """In a copy, a long work that says where it runs; here, a quick one."""
+    if os.getpid() != forked_from:
+        Path(pid_file).write_text(str(os.getpid()))
+        time.sleep(60)
+    return "x" * 100_000
+
+
+def killed_while_its_copy_works(pid_file: str) -> None:
+    """Copy this process, and be killed (SIGKILL: nothing of it runs after) while the
+    copy works."""
+    with bulk.Aside([functools.partial(writes_its_pid_and_works_on, pid_file, os.getpid())]):
+        while not Path(pid_file).exists():
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def a_copy_stopped_by_sigterm(pid_file: str) -> tuple[int, tuple[int, object]]:
+    """A process whose SIGTERM handler only notes it (as a gunicorn worker's does) copies
+    itself; the copy is sent SIGTERM while it works. What the process gets."""
+    signal.signal(signal.SIGTERM, lambda number, frame: None)
+    here = os.getpid()
+    works = [functools.partial(where_after_waiting_in_a_copy, "tally", pid_file, here)]
+    with bulk.Aside(works) as aside:
+        while not Path(pid_file).exists():
+            time.sleep(0.01)
+        os.kill(int(Path(pid_file).read_text()), signal.SIGTERM)
+        return here, aside.next_result()
+
+
+def where_after_waiting_in_a_copy(value: object, pid_file: str, forked_from: int) -> object:
+    if os.getpid() != forked_from:
+        Path(pid_file).write_text(str(os.getpid()))
+        time.sleep(60)
+    return os.getpid(), value
+
+
+def copies_made_by_the_command(database_url: str, path: str) -> int:
+    """``import_transcripts path`` run in this process, Django set up here on
+    ``database_url``: how many times the process copied itself meanwhile."""
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flowdrop_web.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    copies: list[int] = []
+    os.register_at_fork(after_in_parent=lambda: copies.append(1))
+    call_command("import_transcripts", path, stdout=io.StringIO(), stderr=io.StringIO())
+    return len(copies)

@@ -9,9 +9,11 @@ import io
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -26,9 +28,11 @@ from buffers.management.commands.import_transcripts import _Bar
 from buffers.models import Conversation
 from buffers.services import imports
 from tests.aside_cases import (
+    a_copy_stopped_by_sigterm,
     a_daemons_work,
     a_failing_work,
     a_killed_copy,
+    copies_made_by_the_command,
     results_in_order,
     where_and,
 )
@@ -152,24 +156,20 @@ def stored(conversation: Conversation) -> tuple[Any, ...]:
 def test_the_command_counts_a_long_import_aside_and_stores_what_counting_here_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The command runs in a process of its own, with no other thread: a transcript of
-    ``ASIDE_FROM`` messages or more has its words and tally found by a copy of it."""
+    """The command, run by a process with no other thread, copies itself for a transcript
+    of ``ASIDE_FROM`` messages or more: the copy finds its words and tally."""
     messages = crashed_transcript(imports.ASIDE_FROM // 4 + 1)
     path = tmp_path / "long.json"
     document = {"key": "by the command", "messages": [m.as_stored() for m in messages]}
     path.write_text(json.dumps(document))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWDROP_")}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "import_transcripts", str(path)],
-        env=env | {"DATABASE_URL": database_url()},
-        capture_output=True,
-        text=True,
-        check=False,
+
+    copies = in_a_new_process(
+        functools.partial(copies_made_by_the_command, database_url(), str(path))
     )
-    assert done.returncode == 0, done.stderr
     monkeypatch.setattr(imports, "ASIDE_FROM", len(messages) + 1)
     services.import_conversations([services.ConversationIn(messages, key="here")], via="test")
 
+    assert copies == 1
     by_the_command = stored(Conversation.objects.get(key="by the command"))
     assert by_the_command == stored(Conversation.objects.get(key="here"))
     length, rejections, problems, sendable, zeppelins, airship = by_the_command
@@ -179,6 +179,40 @@ def test_the_command_counts_a_long_import_aside_and_stores_what_counting_here_st
     assert problems["orphan_result"] == 1
     assert zeppelins == list(range(0, len(messages), 4))
     assert airship == [4 * 2500 + 2]
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (one that has ended and waits to be reaped does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux's kernel ends the copy")
+def test_a_copy_ends_when_the_process_it_was_copied_from_is_killed(tmp_path: Path) -> None:
+    """Killed (a gunicorn worker past its timeout, the OOM killer), a process runs nothing
+    more: its copy, holding its sockets, must not work on (it would for a minute here)."""
+    pid_file = tmp_path / "copy.pid"
+    script = f"from tests.aside_cases import killed_while_its_copy_works as k; k({str(pid_file)!r})"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60, check=False)
+    assert done.returncode == -signal.SIGKILL
+
+    copy = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while running(copy) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running(copy)
+
+
+def test_a_copy_stops_on_sigterm_though_its_process_only_notes_it(tmp_path: Path) -> None:
+    """A gunicorn worker's SIGTERM handler asks it to stop after the request; its copy, had
+    it kept the handler, would work on through a shutdown."""
+    case = functools.partial(a_copy_stopped_by_sigterm, str(tmp_path / "copy.pid"))
+    here, tally = in_a_new_process(case)
+
+    assert tally == (here, "tally")
 
 
 def test_the_commands_progress_bar_starts_no_thread() -> None:
