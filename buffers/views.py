@@ -354,7 +354,11 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     context["direction"] = "earlier" if earlier else "later"
     context["range_start"] = min(start, window_start if window_start is not None else start)
     context["range_end"] = max(context["window"].end, window_end)
-    context["range_stop"] = stop if stop is not None and stop > context["range_end"] else None
+    # Earlier rows come without ``stop``: a tail the page shows below the window stays there.
+    known_stop = _int(request.GET.get("window_stop")) if earlier else stop
+    context["range_stop"] = (
+        known_stop if known_stop is not None and known_stop > context["range_end"] else None
+    )
     if stop is not None and context["range_end"] >= stop:  # met the tail: one run to the end
         context["range_end"] = conversation.message_count
     context["oob"] = True

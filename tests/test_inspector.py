@@ -426,6 +426,24 @@ def test_a_second_turn_keeps_the_tail_and_moves_it_by_what_was_inserted_above(
     assert "just inserted" in article(html, 402)
 
 
+def test_loading_earlier_messages_keeps_the_tail_a_write_showed_and_the_next_write_keeps_it(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    append_in_window(client, conversation, 195, 245)  # the turn lands at 401, shown as a tail
+
+    earlier = client.get(
+        f"/c/{conversation.pk}/messages?start=145&end=195"
+        "&window_start=195&window_end=246&window_stop=401",
+        headers=HX,
+    ).text
+    html = append_in_window(client, conversation, 145, 246, stop=401)
+
+    assert article_ids(earlier) == list(range(145, 195))
+    assert 'name="window_stop" value="401"' in earlier
+    assert article_ids(html) == [*range(145, 246), 401, 402]
+
+
 def test_the_answer_to_a_write_re_renders_a_bounded_number_of_rows(
     client: Client, settings: Any
 ) -> None:
