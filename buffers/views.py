@@ -94,6 +94,11 @@ def _visible(request: HttpRequest, pk: int) -> Conversation:
         raise Http404("No such conversation.") from None
 
 
+def _indexes(value: str | None) -> list[int]:
+    """The message indexes of a comma-separated list (``just=2,6``); nonsense is left out."""
+    return [index for index in (_int(i) for i in (value or "").split(",")) if index is not None]
+
+
 def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:
     return value if value in choices else default
 
@@ -153,11 +158,8 @@ def conversation_list(request: HtmxHttpRequest) -> HttpResponse:
 def conversation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     conversation = _visible(request, pk)
     start = presenters.start_at(conversation, _int(request.GET.get("at")))
-    just = {
-        index: "inserted"
-        for index in (_int(i) for i in request.GET.get("just", "").split(","))
-        if index is not None
-    }
+    just = dict.fromkeys(_indexes(request.GET.get("just")), "inserted")
+    just.update(dict.fromkeys(_indexes(request.GET.get("replaced")), "replaced"))
     preview = (
         presenters.preview_sentences(_preview(conversation)) if request.GET.get("preview") else None
     )
@@ -482,9 +484,11 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         marks = presenters.just_written(report)
         landed = max((o.index for o in report.outcomes if o.index is not None), default=None)
         at = landed if landed is not None else min(marks, default=report.count - 1)
-        just = ",".join(str(i) for i in sorted(marks))
+        just = ",".join(str(i) for i, how in sorted(marks.items()) if how == "inserted")
+        replaced = ",".join(str(i) for i, how in sorted(marks.items()) if how == "replaced")
         url = reverse("buffers:conversation", args=[pk])
-        return redirect(f"{url}?at={at}&just={just}#m-{at}")
+        also = f"&replaced={replaced}" if replaced else ""
+        return redirect(f"{url}?at={at}&just={just}{also}#m-{at}")
 
     conversation.refresh_from_db()
     problems = presenters.open_calls(conversation)

@@ -305,6 +305,22 @@ def test_the_qa_panel_replaces_a_placeholder_in_place(client: Client) -> None:
     assert "Replaced the placeholder for c1 at message 1 in place (MEM-10)." in html
 
 
+@pytest.mark.rule("MEM-10")
+def test_without_javascript_a_replaced_placeholder_is_marked_replaced_not_inserted(
+    client: Client,
+) -> None:
+    conversation = store([assistant("c1"), placeholder("c1"), user()])
+
+    response = append(
+        client, conversation, "tool", htmx=False, tool_call_id="c1", content="Found 3 cats"
+    )
+    html = client.get(response["Location"]).text
+
+    assert "Replaced the placeholder for c1 at message 1 in place (MEM-10)." in html
+    assert "just replaced" in article(html, 1)
+    assert "just inserted" not in html
+
+
 @pytest.mark.rule("MEM-2")
 def test_the_qa_panel_says_when_a_turn_was_dropped_as_a_duplicate(client: Client) -> None:
     conversation = store([assistant("c1")])
