@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import healing, rendering, selectors
 from .healing import sendability
@@ -146,6 +146,46 @@ class Window:
 
     def __contains__(self, index: int) -> bool:
         return self.start <= index < self.end or self.stop <= index
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Where a history traced over OTLP branched (services.ingest): the conversation on the
+    other side, by id, the message there it parts at, and (for the one it came from) its
+    title when it branched."""
+
+    conversation: int
+    at: int
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Branches:
+    branched_from: Branch | None
+    branches: list[Branch]
+
+
+def branches(conversation: Conversation) -> Branches:
+    """The branches ``metadata.otel`` names. Metadata is the transcript's own (an imported
+    file may hold any ``otel`` value): an entry of another shape is left out."""
+    otel = conversation.metadata.get("otel") if isinstance(conversation.metadata, dict) else None
+    otel = otel if isinstance(otel, dict) else {}
+    listed = otel.get("branches")
+    found = [_branch(entry) for entry in listed] if isinstance(listed, list) else []
+    return Branches(_branch(otel.get("branched_from")), [b for b in found if b is not None])
+
+
+def _branch(entry: Any) -> Branch | None:
+    if not isinstance(entry, dict):
+        return None
+    conversation, at, title = entry.get("conversation"), entry.get("at"), entry.get("title")
+    if not (_is_index(conversation) and _is_index(at)):
+        return None
+    return Branch(conversation, at, title if isinstance(title, str) else "")
+
+
+def _is_index(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def start_at(conversation: Conversation, at: int | None) -> int:

@@ -134,6 +134,44 @@ def test_transcript_content_is_escaped_and_whitespace_kept(client: Client) -> No
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\n  &lt;a href=" in html
 
 
+@pytest.mark.parametrize(
+    "otel",
+    [
+        {"branched_from": {"conversation": "x", "at": "<b>"}},
+        {"branched_from": {"conversation": None, "at": 1}},
+        {"branched_from": "yes"},
+        {"branches": "ab"},
+        {"branches": [{"conversation": -5, "at": 1}, {"conversation": True, "at": 1}]},
+        "x",
+    ],
+)
+def test_branches_a_transcript_s_own_metadata_names_in_another_shape_are_left_out(
+    client: Client, otel: Any
+) -> None:
+    """``metadata.otel`` is where a history traced over OTLP names its branches; an imported
+    file's metadata may hold anything there."""
+    conversation = store([user("hi")], metadata={"otel": otel})
+
+    response = client.get(f"/c/{conversation.pk}/")
+
+    assert response.status_code == 200
+    assert 'class="branch"' not in response.text
+
+
+def test_branches_of_the_right_shape_are_linked(client: Client) -> None:
+    otel = {
+        "branched_from": {"conversation": 7, "at": 3, "title": "first <try>"},
+        "branches": [{"conversation": 9, "at": 5}, {"conversation": "x", "at": 1}],
+    }
+    conversation = store([user("hi")], metadata={"otel": otel})
+
+    html = client.get(f"/c/{conversation.pk}/").text
+
+    assert '<a href="/c/7/?at=3#m-3">first &lt;try&gt;</a> at message 3' in html
+    assert "At message 5, the agent went on" in html
+    assert html.count('class="branch"') == 2
+
+
 def test_structured_content_and_call_arguments_read_as_text_and_pretty_json(
     client: Client,
 ) -> None:

@@ -5,7 +5,9 @@ import uuid
 
 from django import template
 
+from buffers import presenters
 from buffers.healing import formats, sendability, verdicts
+from buffers.models import Conversation
 from buffers.presenters import Window
 
 register = template.Library()
@@ -20,6 +22,12 @@ def message_href(window: Window, index: int | None) -> str:
     if index in window:
         return f"#m-{index}"
     return f"?at={index}#m-{index}"
+
+
+@register.filter
+def branches(conversation: Conversation) -> presenters.Branches:
+    """Where the conversation's traced history branched, as far as its metadata says."""
+    return presenters.branches(conversation)
 
 
 @register.filter
