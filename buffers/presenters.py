@@ -293,6 +293,8 @@ def after_write(
     marks = just_written(report)
     inserted = sorted(index for index, how in marks.items() if how == "inserted")
     end = min(end, old_count)
+    if stop is not None and not end < stop <= old_count:  # no tail a page could have shown
+        stop = None
     new_start = shifted(start, inserted)
     new_end = shifted(end, inserted)
     for healed in report.healed:
@@ -306,6 +308,8 @@ def after_write(
     else:  # the rows appended at the end become a tail
         new_stop = shifted(old_count, inserted)
     new_start = max(new_start, new_end - MAX_SWAP)
+    if new_stop is not None:  # a tail longer than that begins further on: the rest loads
+        new_stop = max(new_stop, conversation.message_count - MAX_SWAP)
     return window(conversation, new_start, new_end, stop=new_stop, just=marks, problems=problems)
 
 

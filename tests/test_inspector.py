@@ -509,6 +509,24 @@ def test_the_answer_to_a_write_re_renders_a_bounded_number_of_rows(
     assert article_ids(html)[-1] == 401
 
 
+@pytest.mark.parametrize("stop", [0, 100, 195, 245, 246, 10**12])
+def test_the_answer_to_a_write_is_bounded_whatever_tail_the_form_claims(
+    client: Client, settings: Any, monkeypatch: pytest.MonkeyPatch, stop: int
+) -> None:
+    """A page shows a tail only past its window and within the buffer; any other
+    ``window_stop`` (a form sent by hand) neither makes the answer render the whole buffer
+    nor hides the turn just written."""
+    monkeypatch.setattr(presenters, "MAX_SWAP", 60)
+    conversation = long_crash(settings)
+
+    html = append_in_window(client, conversation, 195, 245, stop=stop)
+
+    shown = article_ids(html)
+    assert len(shown) <= 2 * presenters.MAX_SWAP
+    assert shown == sorted(set(shown))
+    assert "still there?" in article(html, 401)
+
+
 def test_a_write_empties_a_preview_that_is_no_longer_true(client: Client) -> None:
     conversation = crashed()
 
