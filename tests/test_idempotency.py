@@ -194,6 +194,32 @@ def test_a_refused_request_keeps_no_claim_so_the_retry_goes_through() -> None:
 
 
 @pytest.mark.django_db
+def test_an_append_its_scope_refused_leaves_its_key_free_for_the_retry_once_put_right(
+    django_user_model: Any,
+) -> None:
+    owner = acting_user()
+    someone = django_user_model.objects.create_user("someone")
+    conversation = store([user("go"), assistant("c1")], scope="user", scope_id=str(owner.pk))
+    filed = Conversation.objects.filter(pk=conversation.pk)
+    filed.update(scope_id=str(someone.pk))  # filed under another user's id: refused
+    client = Client()
+    auth = bearer(owner)
+
+    refused = append(client, conversation.pk, TURN, "scoped", **auth)
+    assert refused.status_code == 200
+    assert refused.json()["refused"]
+    filed.update(scope_id=str(owner.pk))  # put right (as staff would, in the admin)
+    retried = append(client, conversation.pk, TURN, "scoped", **auth)
+
+    assert "Idempotent-Replayed" not in retried
+    assert retried.json()["refused"] is None
+    assert retried.json()["count"] == 4
+    again = append(client, conversation.pk, TURN, "scoped", **auth)
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.content == retried.content
+
+
+@pytest.mark.django_db
 def test_the_inspectors_form_sends_a_key_so_a_double_submit_appends_once(
     client: Client,
 ) -> None:

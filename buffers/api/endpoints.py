@@ -11,7 +11,16 @@ from django.urls import reverse
 from ninja import Query, Status
 from ninja.errors import HttpError
 
-from buffers import access, exports, healing, search, selectors, services, transcripts
+from buffers import (
+    access,
+    exports,
+    healing,
+    idempotency,
+    search,
+    selectors,
+    services,
+    transcripts,
+)
 from buffers.bulk import cyclic_gc_paused
 from buffers.healing import formats, sendability
 from buffers.models import Conversation
@@ -278,7 +287,9 @@ def get_conversation(request: HttpRequest, conversation_id: int) -> dict[str, An
     url_name="append",
     openapi_extra=_write_extra(409, 503),
 )
-def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) -> dict[str, Any]:
+def append_messages(
+    request: HttpRequest, response: HttpResponse, conversation_id: int, batch: Batch
+) -> dict[str, Any]:
     """Append under the rules (MEM-1, 2, 3, 10, 11, 12, 14). A batch is processed one message
     at a time; a refused batch writes nothing. Indexes are positions in the resulting buffer."""
     messages = healing.parse_messages(batch.messages, appendable=True)
@@ -288,6 +299,10 @@ def append_messages(request: HttpRequest, conversation_id: int, batch: Batch) ->
     report = services.append_messages(
         conversation=conversation, messages=messages, via="api", by=request.user
     )
+    if report.refusal:
+        # The scope refused: nothing was written, so an Idempotency-Key stays free for the
+        # request sent again once the scope is put right (ninja answers with this response).
+        idempotency.wrote_nothing(response)
     return {
         "scope": conversation.scope,
         "resolved_scope_id": "" if report.refusal else conversation.scope_id,
