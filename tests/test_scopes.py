@@ -237,6 +237,42 @@ def test_an_import_cannot_file_a_buffer_under_someone_elses_identity(
     assert not Conversation.objects.filter(scope=scope).exists()
 
 
+@pytest.mark.rule("MEM-13")
+@pytest.mark.parametrize("spelling", ["0{pk}", " {pk}", "{pk} ", "00{pk}"])
+def test_an_import_refuses_a_session_id_spelled_otherwise_than_its_writes_resolve_it(
+    owner: Any, spelling: str
+) -> None:
+    """A write resolves the session to its id in digits alone and refuses a buffer filed
+    under another spelling of it: imported so, the buffer would refuse every append."""
+    session = store([user("the session's transcript")], owner=owner)
+    document = {
+        "scope": "session",
+        "scope_id": spelling.format(pk=session.pk),
+        "messages": [user("go"), assistant("c1")],
+    }
+
+    answer = signed_in(owner).post(
+        "/api/imports", {"format": "stored", "document": document}, content_type="application/json"
+    )
+
+    assert answer.status_code == 422
+    assert answer.json()["problems"] == [
+        {
+            "path": "document.conversation.scope_id",
+            "message": f"must be the session's id as digits alone, '{session.pk}', "
+            f"not {spelling.format(pk=session.pk)!r}",
+        }
+    ]
+    assert not Conversation.objects.filter(scope="session").exists()
+    document["scope_id"] = str(session.pk)
+    imported = signed_in(owner).post(
+        "/api/imports", {"format": "stored", "document": document}, content_type="application/json"
+    )
+    buffer = Conversation.objects.get(pk=imported.json()["conversations"][0]["id"])
+    report = services.append_messages(conversation=buffer, messages=TURN, via="tests")
+    assert (report.refusal, report.count) == ("", 4)
+
+
 def test_a_write_refuses_when_the_owner_changed_while_it_waited(
     owner: Any, django_user_model: Any
 ) -> None:

@@ -160,6 +160,16 @@ def _identity_problems(
             ]
     elif incoming.scope == Scope.SESSION:
         session = healing.scopes.real_identity(incoming.scope_id)
+        if session is not None and session != incoming.scope_id:
+            # A write resolves the session to its id as written here, and refuses a buffer
+            # stored under another spelling of it: every append to it would be refused.
+            return [
+                healing.Problem(
+                    where,
+                    f"must be the session's id as digits alone, {session!r}, "
+                    f"not {incoming.scope_id!r}",
+                )
+            ]
         if (
             owner is None
             or session is None
