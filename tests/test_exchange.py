@@ -585,6 +585,53 @@ def test_the_api_analysis_says_which_providers_would_refuse_and_why(client: Clie
     assert openai["rejections"][0]["tool_call_id"] == "c2"
 
 
+@pytest.mark.parametrize("format", ["openai-chat", "openai-responses", "gemini"])
+def test_a_healed_call_and_its_placeholder_carry_one_string_id_in_every_providers_export(
+    client: Client, format: str
+) -> None:
+    """Healing reads ``"abc "`` as ``abc`` and ``7`` as ``"7"`` (A9), and so heals them: the
+    export writes the call's id as its placeholder's, where OpenAI had been sent
+    ``"abc "`` beside ``"abc"`` (no result for its call) and an integer id, under the
+    verdict "OpenAI would accept this history" (bug hunt)."""
+
+    def call(call_id: object) -> dict[str, Any]:
+        return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+    created = client.post(
+        "/api/conversations",
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": None, "tool_calls": [call("abc "), call(7)]},
+            ]
+        },
+        content_type="application/json",
+    ).json()
+    url = f"/api/conversations/{created['id']}"
+    client.post(
+        f"{url}/messages",
+        {"messages": [{"role": "user", "content": "still there?"}]},
+        content_type="application/json",
+    )
+    verdicts = client.get(f"{url}/analysis").json()["sendability"]
+    assert all(verdict["accepted"] for verdict in verdicts)
+
+    body = client.get(f"{url}/export", {"format": format}).json()
+
+    if format == "openai-chat":
+        [_, turn, *results, _] = body["messages"]
+        calls = [c["id"] for c in turn["tool_calls"]]
+        answers = [r["tool_call_id"] for r in results]
+    elif format == "openai-responses":
+        calls = [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
+        answers = [i["call_id"] for i in body["input"] if i.get("type") == "function_call_output"]
+    else:
+        parts = [p for content in body["contents"] for p in content["parts"]]
+        calls = [p["functionCall"]["id"] for p in parts if "functionCall" in p]
+        answers = [p["functionResponse"]["id"] for p in parts if "functionResponse" in p]
+    assert calls == answers == ["abc", "7"]
+
+
 def test_an_unknown_export_format_is_a_422_from_the_api_and_a_404_on_the_page(
     client: Client,
 ) -> None:

@@ -198,7 +198,7 @@ ROUND_TRIPS: list[tuple[str, object]] = [
     ("openai-chat", {"messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o"}),
     (
         "openai-chat",
-        {"model": "m", "messages": [{"role": "tool", "tool_call_id": 7, "content": "x"}]},
+        {"model": "m", "messages": [{"role": "tool", "tool_call_id": "7", "content": "x"}]},
     ),
     ("openai-responses", {"model": "gpt-4o", "input": "What is 2 + 2?"}),
     (
@@ -981,6 +981,37 @@ def test_an_id_healing_pairs_after_trimming_is_written_alike_for_its_call_and_re
     _, turn, results = write(messages, "anthropic")["messages"]
 
     assert turn["content"][0]["id"] == results["content"][0]["tool_use_id"] == "abc"
+
+
+def test_an_integer_or_untrimmed_id_goes_to_openai_and_gemini_as_healing_reads_it() -> None:
+    """OpenAI pairs a result with its call by the very string: ``"abc "`` beside ``"abc"``
+    (what a heal writes for it) is a call without its result, and an integer no id."""
+    calls = [
+        {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        for call_id in ("abc ", 7)
+    ]
+    messages = parse_messages(
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "abc", "content": "ok"},
+            {"role": "tool", "tool_call_id": 7, "content": "ok"},
+        ]
+    )
+
+    chat = write(messages, "openai-chat")["messages"]
+    responses = write(messages, "openai-responses")["input"]
+    gemini = [p for c in write(messages, "gemini")["contents"] for p in c["parts"]]
+
+    assert [c["id"] for c in chat[1]["tool_calls"]] == ["abc", "7"]
+    assert [m["tool_call_id"] for m in chat[2:]] == ["abc", "7"]
+    assert [i["call_id"] for i in responses[1:]] == ["abc", "7", "abc", "7"]
+    assert [p.get("functionCall", p.get("functionResponse"))["id"] for p in gemini[1:]] == [
+        "abc",
+        "7",
+        "abc",
+        "7",
+    ]
 
 
 def test_openai_chat_written_as_anthropic_regroups_results_into_one_user_message() -> None:

@@ -246,6 +246,15 @@ def _call(entry: Mapping[str, Any]) -> Call:
     )
 
 
+def written_id(value: object) -> object:
+    """A call's or a result's id as healing pairs them (``usable_id``: trimmed, an integer's
+    digits), so that a call and its results carry the same string in a provider's body
+    (``" c1"`` and ``"c1"`` are one call to the rules, two to OpenAI); an id that names no
+    call is written as it is."""
+    usable = usable_id(value)
+    return value if usable is None else usable
+
+
 def declared(message: Message) -> list[Call]:
     """The calls an assistant turn declares, as ``ids.declared_calls`` sees them."""
     calls = message.metadata.get("tool_calls")

@@ -58,6 +58,7 @@ from .common import (
     storable,
     text_of,
     without,
+    written_id,
 )
 
 NEW_TURN = "new_turn"
@@ -378,7 +379,7 @@ def call_part(call: Call) -> dict[str, Any]:
     rest = inner(kept, "part")
     function_call = dict(inner(rest, "functionCall"))
     if not kept.get("synthesized_id") and call.id is not None:
-        function_call["id"] = call.id
+        function_call["id"] = written_id(call.id)
     function_call["name"] = call.name
     if not kept.get("without_args"):
         function_call["args"] = arguments_object(call.arguments)
@@ -417,7 +418,7 @@ def response_part(message: Message, names: Mapping[str | None, str]) -> dict[str
     call_id = message.metadata.get("tool_call_id")
     response = dict(inner(rest, "functionResponse"))
     if not kept.get("synthesized_id") and call_id is not None:
-        response["id"] = call_id
+        response["id"] = written_id(call_id)
     response["name"] = kept["name"] if "name" in kept else names.get(usable_id(call_id), "")
     if kept.get("whole_response") and isinstance(message.content, dict):
         response["response"] = message.content

@@ -30,6 +30,7 @@ from .common import (
     row,
     storable,
     text_of,
+    written_id,
 )
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -112,6 +113,8 @@ def write_message(message: Message) -> dict[str, Any]:
         "content": content(message.content, message.role),
     }
     written.update((k, v) for k, v in message.metadata.items() if k not in NOT_SENT)
+    if message.role == "tool" and "tool_call_id" in written:
+        written["tool_call_id"] = written_id(written["tool_call_id"])
     calls = declared(message)
     if calls:
         written["tool_calls"] = [tool_call(call) for call in calls]
@@ -145,9 +148,10 @@ def tool_call(call: Call) -> dict[str, Any]:
     formats' keys), else built from its parts."""
     entry = call.entry
     if isinstance(entry.get("function"), dict) and "id" in entry and "tool_call_id" not in entry:
-        return {key: value for key, value in entry.items() if key not in NAMESPACES}
+        kept = {key: value for key, value in entry.items() if key not in NAMESPACES}
+        return {**kept, "id": written_id(entry["id"])}
     return {
-        "id": call.id,
+        "id": written_id(call.id),
         "type": "function",
         "function": {"name": call.name, "arguments": call.arguments},
     }

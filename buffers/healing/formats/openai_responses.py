@@ -38,6 +38,7 @@ from .common import (
     storable,
     text_of,
     without,
+    written_id,
 )
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -161,7 +162,7 @@ def write_items(message: Message) -> list[dict[str, Any]]:
             {
                 "type": "function_call_output",
                 **extras,
-                "call_id": message.metadata.get("tool_call_id"),
+                "call_id": written_id(message.metadata.get("tool_call_id")),
                 "output": "" if output is None else output,
             }
         ]
@@ -200,7 +201,7 @@ def function_call(call: Call) -> dict[str, Any]:
     return {
         "type": "function_call",
         **namespace(call.entry, "responses"),
-        "call_id": call.id,
+        "call_id": written_id(call.id),
         "name": call.name,
         "arguments": call.arguments,
     }
