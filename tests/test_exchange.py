@@ -632,6 +632,52 @@ def test_a_healed_call_and_its_placeholder_carry_one_string_id_in_every_provider
     assert calls == answers == ["abc", "7"]
 
 
+def test_a_gemini_turn_without_call_ids_healed_exports_each_response_in_its_calls_place(
+    client: Client,
+) -> None:
+    """Gemini pairs a response with a call that has no id by its place among the turn's
+    responses. The heal puts the second call's placeholder right after the turn, before
+    the first call's result: the export had written them in that order (the placeholder
+    with an id its call never had), so Gemini read Paris as interrupted and Rome as
+    14C (bug hunt)."""
+    weather = [
+        {"functionCall": {"name": "weather", "args": {"city": c}}} for c in ("Paris", "Rome")
+    ]
+    document = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "Weather in Paris and Rome?"}]},
+            {"role": "model", "parts": weather},
+            {"role": "user", "parts": [{"functionResponse": {"name": "weather",
+                                                             "response": {"output": "14C"}}}]},
+        ]
+    }  # fmt: skip
+    imported = client.post(
+        "/api/imports", {"document": document}, content_type="application/json"
+    ).json()
+    url = f"/api/conversations/{imported['conversations'][0]['id']}"
+    client.post(
+        f"{url}/messages",
+        {"messages": [{"role": "user", "content": "and?"}]},
+        content_type="application/json",
+    )
+
+    body = client.get(f"{url}/export", {"format": "gemini"}).json()
+
+    responses = [p["functionResponse"] for p in body["contents"][2]["parts"][:2]]
+    assert responses == [
+        {"name": "weather", "response": {"output": "14C"}},
+        {"name": "weather", "response": {"output": healing.INTERRUPTED_TEXT}},
+    ]
+    again = client.post(
+        "/api/imports", {"document": body, "format": "gemini"}, content_type="application/json"
+    ).json()["conversations"][0]
+    assert again["unanswered"] == 0
+    stored = client.get(f"/api/conversations/{again['id']}/messages").json()["messages"]
+    calls = [c["id"] for c in stored[1]["metadata"]["tool_calls"]]
+    answers = {m["metadata"]["tool_call_id"]: m["content"] for m in stored if m["role"] == "tool"}
+    assert answers == {calls[0]: "14C", calls[1]: healing.INTERRUPTED_TEXT}
+
+
 def test_an_unknown_export_format_is_a_422_from_the_api_and_a_404_on_the_page(
     client: Client,
 ) -> None:

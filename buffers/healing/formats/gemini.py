@@ -25,7 +25,7 @@ for a tool's image.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,6 +322,14 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
     written: list[dict[str, Any]] = []
     previous: Message | None = None
     names: dict[str | None, str] = {}
+    # The calls of the last model turn that went without an id (their ids were made up on
+    # reading), by place: Gemini pairs such a call's response by its place among the
+    # turn's responses, so they are written in the calls' order, whatever order the
+    # buffer holds them in (a heal's placeholder goes right after the turn, before the
+    # results already there).
+    by_place: dict[str | None, int] = {}
+    unsent: set[str | None] = set()
+    ranked: list[tuple[int, int]] = []  # the user turn's responses: (rank, parts)
     for message in messages:
         if message.role == "system":
             continue
@@ -330,16 +338,26 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             if is_foreign_item(message) and not calls:
                 continue
             names.update((usable_id(call.id), call.name) for call in calls)
+            without_id = [usable_id(c.id) for c in calls if _id_synthesized(c)]
+            by_place = {call_id: place for place, call_id in enumerate(without_id)}
+            unsent.update(without_id)
             order = namespace(message, "gemini").get("layout")
             content = gemini_parts(message.content, "assistant")
             parts = arrange(order, content, [call_part(c) for c in calls])
             written.append(start(message, "model", parts))
+        elif message.role == "tool":
+            parts = response_parts(message, names, unsent)
+            rank = by_place.get(usable_id(message.metadata.get("tool_call_id")), len(by_place))
+            if joins_results(message, previous, "gemini", NEW_TURN):
+                after = next((i for i, (r, _) in enumerate(ranked) if r > rank), len(ranked))
+                at = sum(size for _, size in ranked[:after])
+                written[-1]["parts"][at:at] = parts
+                ranked.insert(after, (rank, len(parts)))
+            else:
+                written.append(start(message, "user", parts))
+                ranked = [(rank, len(parts))]
         else:
-            parts = (
-                response_parts(message, names)
-                if message.role == "tool"
-                else gemini_parts(message.content, message.role)
-            )
+            parts = gemini_parts(message.content, message.role)
             if joins_results(message, previous, "gemini", NEW_TURN):
                 written[-1]["parts"].extend(parts)
             else:
@@ -374,6 +392,10 @@ def gemini_parts(content: object, role: str) -> list[Any]:
     ]
 
 
+def _id_synthesized(call: Call) -> bool:
+    return namespace(call.entry, "gemini").get("synthesized_id") is True
+
+
 def call_part(call: Call) -> dict[str, Any]:
     kept = namespace(call.entry, "gemini")
     rest = inner(kept, "part")
@@ -386,7 +408,9 @@ def call_part(call: Call) -> dict[str, Any]:
     return {**rest, "functionCall": function_call}
 
 
-def response_parts(message: Message, names: Mapping[str | None, str]) -> list[dict[str, Any]]:
+def response_parts(
+    message: Message, names: Mapping[str | None, str], unsent: Collection[str | None] = ()
+) -> list[dict[str, Any]]:
     """A tool row's ``functionResponse``, and the media its content holds beside its text
     as parts after it, where Gemini's model sees them as media (gemini-cli sent a tool's
     image so before gemini-3). A content of text and any part Gemini cannot take as
@@ -398,8 +422,8 @@ def response_parts(message: Message, names: Mapping[str | None, str]) -> list[di
         beside = [found for part in others if (found := _as_gemini_media(part)) is not None]
         if others and len(beside) == len(others):
             output = message.model_copy(update={"content": "\n".join(texts)})
-            return [response_part(output, names), *beside]
-    return [response_part(message, names)]
+            return [response_part(output, names, unsent), *beside]
+    return [response_part(message, names, unsent)]
 
 
 def _as_gemini_media(part: object) -> dict[str, Any] | None:
@@ -412,12 +436,17 @@ def _as_gemini_media(part: object) -> dict[str, Any] | None:
     return media.translated(part, "gemini", "user")
 
 
-def response_part(message: Message, names: Mapping[str | None, str]) -> dict[str, Any]:
+def response_part(
+    message: Message, names: Mapping[str | None, str], unsent: Collection[str | None] = ()
+) -> dict[str, Any]:
+    """A tool row's ``functionResponse``: with its call's id, unless that id was made up on
+    reading (``unsent``: the call went without one), as the response's own was."""
     kept = namespace(message, "gemini")
     rest = inner(kept, "part")
     call_id = message.metadata.get("tool_call_id")
     response = dict(inner(rest, "functionResponse"))
-    if not kept.get("synthesized_id") and call_id is not None:
+    sent = not kept.get("synthesized_id") and usable_id(call_id) not in unsent
+    if sent and call_id is not None:
         response["id"] = written_id(call_id)
     response["name"] = kept["name"] if "name" in kept else names.get(usable_id(call_id), "")
     if kept.get("whole_response") and isinstance(message.content, dict):
