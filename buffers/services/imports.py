@@ -250,12 +250,12 @@ def _write_verbatim(
         fork=len(messages) >= ASIDE_FROM,
     ) as aside:
         _insert_rows(Message, message_columns, message_rows())
+        _index_calls(conversation, index, ids, len(messages))
         words = aside.next_result()
         search.index_words(
             ((pk, conversation.pk, found) for pk, found in zip(ids, words, strict=True)),
             blocks={pk: blocks[position // block_size].pk for position, pk in enumerate(ids)},
         )
-        _index_calls(conversation, index, ids, len(messages))
         store_tally(conversation, aside.next_result())
     conversation.refresh_from_db()
 
