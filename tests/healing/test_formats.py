@@ -18,9 +18,12 @@ from buffers.healing import (
     INTERRUPTED_TEXT,
     InvalidInput,
     Message,
+    apply_plan,
     declared_call_ids,
+    facts_from_messages,
     parse_messages,
     placeholder_for,
+    plan_append,
     result_call_id,
 )
 from buffers.healing.formats import FORMATS, Converted, detect, read, write
@@ -840,6 +843,70 @@ def test_gemini_pairs_two_parallel_calls_of_one_function_by_position_never_by_na
 
     assert pairs(messages) == (["gemini-0-0", "gemini-0-1"], ["gemini-0-0", "gemini-0-1"])
     assert [m.content for m in messages if m.role == "tool"] == ["14C", "9C"]
+
+
+def gemini_turns(calls: list[dict[str, Any]], *responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model turn of ``calls`` and a user turn of each list of ``responses``."""
+    model = {"role": "model", "parts": [{"functionCall": call} for call in calls]}
+    users = [
+        {"role": "user", "parts": [{"functionResponse": r} for r in turn]} for turn in responses
+    ]
+    return {"contents": [{"role": "user", "parts": [{"text": "go"}]}, model, *users]}
+
+
+def answers_by_call(document: object) -> dict[object, object]:
+    """What Gemini reads each call's result to be, by the call's place in its turn."""
+    messages = parse_messages(one(document, "gemini").messages)
+    calls = [call for m in messages for call in declared_call_ids(m)]
+    results = {result_call_id(m): m.content for m in messages if m.role == "tool"}
+    return {place: results.get(call) for place, call in enumerate(calls)}
+
+
+@pytest.mark.parametrize(
+    "responses",
+    [
+        [[{"id": "a", "name": "f", "response": {"output": "A"}},
+          {"name": "g", "response": {"output": "B"}}]],
+        [[{"name": "f", "response": {"output": "A"}},
+          {"id": "b", "name": "g", "response": {"output": "B"}}]],
+        [[{"id": "c1", "name": "f", "response": {"output": "A"}}],
+         [{"name": "g", "response": {"output": "B"}}]],
+    ],
+    ids=["id first", "id second", "over two turns"],
+)  # fmt: skip
+def test_a_gemini_turn_mixing_calls_with_and_without_ids_writes_back_as_it_was(
+    responses: list[list[dict[str, Any]]],
+) -> None:
+    """Gemini pairs a response without an id by its place among all the turn's responses,
+    whether or not the others carry ids."""
+    calls = [{"id": "a", "name": "f", "args": {}}, {"name": "g", "args": {}}]
+    if "b" in json.dumps(responses):
+        calls = [{"name": "f", "args": {}}, {"id": "b", "name": "g", "args": {}}]
+    document = gemini_turns(calls, *responses)
+
+    assert round_trip(document, "gemini") == document
+
+
+@pytest.mark.parametrize("first_has_id", [True, False])
+def test_a_healed_gemini_turn_mixing_ids_exports_each_result_to_its_own_call(
+    first_has_id: bool,
+) -> None:
+    """The heal puts the unanswered call's placeholder right after the turn, before the
+    other call's result; Gemini must still pair each response with its own call."""
+    first = {"id": "a", "name": "f", "args": {}} if first_has_id else {"name": "f", "args": {}}
+    second = {"name": "g", "args": {}} if first_has_id else {"id": "b", "name": "g", "args": {}}
+    answered = {"name": "f", "response": {"output": "A"}} | ({"id": "a"} if first_has_id else {})
+    messages = parse_messages(one(gemini_turns([first, second], [answered]), "gemini").messages)
+    healed = apply_plan(
+        messages,
+        plan_append(
+            facts_from_messages(messages), parse_messages([{"role": "user", "content": "and?"}])
+        ),
+    )
+
+    exported = write(healed, "gemini")
+
+    assert answers_by_call(exported) == {0: "A", 1: INTERRUPTED_TEXT}
 
 
 @pytest.mark.rule("MEM-11")

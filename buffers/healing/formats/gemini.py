@@ -322,14 +322,15 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
     written: list[dict[str, Any]] = []
     previous: Message | None = None
     names: dict[str | None, str] = {}
-    # The calls of the last model turn that went without an id (their ids were made up on
-    # reading), by place: Gemini pairs such a call's response by its place among the
-    # turn's responses, so they are written in the calls' order, whatever order the
-    # buffer holds them in (a heal's placeholder goes right after the turn, before the
-    # results already there).
-    by_place: dict[str | None, int] = {}
+    # Gemini pairs a response that has no id by its place among all the responses since
+    # the calls, ids or none. So the responses to the last model turn's calls that went
+    # without ids (made up on reading, never written) go at their calls' places, whatever
+    # order the buffer holds them in (a heal puts a placeholder right after the turn,
+    # before the results already there), and the others fill the places left.
+    places: dict[str | None, int] = {}
     unsent: set[str | None] = set()
-    ranked: list[tuple[int, int]] = []  # the user turn's responses: (rank, parts)
+    responses: list[tuple[int | None, list[Any]]] = []  # this user turn's, as written
+    before = 0  # the responses of the user turns before it, since the calls
     for message in messages:
         if message.role == "system":
             continue
@@ -338,24 +339,21 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             if is_foreign_item(message) and not calls:
                 continue
             names.update((usable_id(call.id), call.name) for call in calls)
-            without_id = [usable_id(c.id) for c in calls if _id_synthesized(c)]
-            by_place = {call_id: place for place, call_id in enumerate(without_id)}
-            unsent.update(without_id)
+            places = {usable_id(c.id): p for p, c in enumerate(calls) if _id_synthesized(c)}
+            unsent.update(places)
+            responses, before = [], 0
             order = namespace(message, "gemini").get("layout")
             content = gemini_parts(message.content, "assistant")
             parts = arrange(order, content, [call_part(c) for c in calls])
             written.append(start(message, "model", parts))
         elif message.role == "tool":
-            parts = response_parts(message, names, unsent)
-            rank = by_place.get(usable_id(message.metadata.get("tool_call_id")), len(by_place))
-            if joins_results(message, previous, "gemini", NEW_TURN):
-                after = next((i for i, (r, _) in enumerate(ranked) if r > rank), len(ranked))
-                at = sum(size for _, size in ranked[:after])
-                written[-1]["parts"][at:at] = parts
-                ranked.insert(after, (rank, len(parts)))
-            else:
-                written.append(start(message, "user", parts))
-                ranked = [(rank, len(parts))]
+            place = places.get(usable_id(message.metadata.get("tool_call_id")))
+            if not joins_results(message, previous, "gemini", NEW_TURN):
+                before += len(responses)
+                responses = []
+                written.append(start(message, "user", []))
+            responses.append((place, response_parts(message, names, unsent)))
+            written[-1]["parts"] = in_their_places(responses, before)
         else:
             parts = gemini_parts(message.content, message.role)
             if joins_results(message, previous, "gemini", NEW_TURN):
@@ -390,6 +388,24 @@ def gemini_parts(content: object, role: str) -> list[Any]:
         else {"text": text_of(part)}
         for part in as_parts(content)
     ]
+
+
+def in_their_places(responses: Sequence[tuple[int | None, list[Any]]], before: int) -> list[Any]:
+    """The parts of a user turn's responses, each given with the place of the call it
+    answers when that call has no id (else None): such a response at its call's place
+    less ``before`` (the responses of earlier user turns since the calls), where that is
+    among the turn's places; the others in the places left, in their order."""
+    slots: list[int | None] = [None] * len(responses)
+    rest = []
+    for index, (place, _) in enumerate(responses):
+        at = -1 if place is None else place - before
+        if 0 <= at < len(slots) and slots[at] is None:
+            slots[at] = index
+        else:
+            rest.append(index)
+    left = iter(rest)
+    order = [next(left) if index is None else index for index in slots]
+    return [part for index in order for part in responses[index][1]]
 
 
 def _id_synthesized(call: Call) -> bool:
