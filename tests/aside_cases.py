@@ -66,10 +66,17 @@ def a_daemons_work() -> tuple[int, tuple[int, object]]:
         return os.getpid(), aside.next_result()
 
 
+def say_where(pid_file: str) -> None:
+    """Write this process's id to ``pid_file`` whole: whoever sees the file reads it all."""
+    written = Path(f"{pid_file}.{os.getpid()}")
+    written.write_text(str(os.getpid()))
+    written.replace(pid_file)
+
+
 def writes_its_pid_and_works_on(pid_file: str, forked_from: int) -> str:
     """In a copy, a long work that says where it runs; here, a quick one."""
     if os.getpid() != forked_from:
-        Path(pid_file).write_text(str(os.getpid()))
+        say_where(pid_file)
         time.sleep(60)
     return "x" * 100_000
 
@@ -98,7 +105,7 @@ def a_copy_stopped_by_sigterm(pid_file: str) -> tuple[int, tuple[int, object]]:
 
 def where_after_waiting_in_a_copy(value: object, pid_file: str, forked_from: int) -> object:
     if os.getpid() != forked_from:
-        Path(pid_file).write_text(str(os.getpid()))
+        say_where(pid_file)
         time.sleep(60)
     return os.getpid(), value
 
