@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 import uuid
 from datetime import timedelta
 from typing import Any, ClassVar, cast
@@ -164,7 +165,7 @@ class Conversation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.title or f"Conversation {self.pk}"
+        return self.title if _shows_something(self.title) else f"Conversation {self.pk}"
 
     @property
     def tally(self) -> healing.verdicts.Tally:
@@ -602,3 +603,9 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} of user {self.user_id}: {self.status}"
+
+
+def _shows_something(text: str) -> bool:
+    """Whether ``text`` holds a character that shows: not only spaces, controls and
+    zero-width characters (a link of those has nothing to click)."""
+    return any(not unicodedata.category(c).startswith(("Z", "C")) for c in text)

@@ -149,6 +149,16 @@ def test_an_untitled_conversation_is_named_by_its_id(client: Client) -> None:
     assert row[0] == f"Conversation {conversation.pk}"
 
 
+@pytest.mark.parametrize("title", ["   ", "\u200b", "\u200d\ufeff\t"])
+def test_a_title_with_nothing_to_see_is_named_by_its_id(client: Client, title: str) -> None:
+    """A link of spaces or zero-width characters shows nothing to click (bug hunt)."""
+    conversation = store([user("hi")], title=title)
+
+    [row] = body_rows(client)
+
+    assert row[0] == f"Conversation {conversation.pk}"
+
+
 def test_each_row_says_when_the_conversation_was_last_updated(client: Client) -> None:
     conversation = store([user("hi")], title="dated")
 
