@@ -3,11 +3,12 @@ pure core's analysis finds on each. No rule is decided here; this only arranges.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, TypeGuard
 
 from . import healing, rendering, selectors
@@ -461,7 +462,11 @@ def _number(value: Any) -> int | float | None:
 
 
 def _time(stamp: str) -> Fact:
-    """A time as minutes, in UTC when the stamp says its offset; as written when unreadable."""
+    """A time as minutes, in UTC when the stamp says its offset; a date alone as the date
+    (not as its midnight); as written when unreadable."""
+    with contextlib.suppress(ValueError):
+        day = date.fromisoformat(stamp.strip())
+        return Fact(f"{day:%Y-%m-%d}", f"{day:%Y-%m-%d}", day.isoformat())
     try:
         moment = datetime.fromisoformat(stamp.strip())
     except ValueError:

@@ -226,6 +226,19 @@ def test_a_time_that_leaves_the_calendar_in_utc_shows_as_written(
     assert stamp in answer.text
 
 
+def test_a_date_without_a_time_shows_as_a_date_not_as_midnight(client: Client) -> None:
+    """ "2026-12-04" says nothing of the hour: it showed as "2026-12-04 00:00" (bug hunt)."""
+    conversation = store(
+        [{"role": "user", "content": "hi", "metadata": {"facts": {"time": "2026-12-04"}}}]
+    )
+
+    answer = client.get(f"/c/{conversation.pk}/")
+
+    assert '<time datetime="2026-12-04"' in answer.text
+    assert ">2026-12-04</time>" in answer.text
+    assert "00:00" not in answer.text
+
+
 def test_a_deep_link_opens_a_window_around_the_message_without_loading_the_rest(
     client: Client, settings: Any
 ) -> None:
