@@ -464,11 +464,12 @@ def _number(value: Any) -> int | float | None:
 def _time(stamp: str) -> Fact:
     """A time as minutes, in UTC when the stamp says its offset; a date alone as the date
     (not as its midnight); as written when unreadable."""
+    written = stamp.strip()
     with contextlib.suppress(ValueError):
-        day = date.fromisoformat(stamp.strip())
-        return Fact(f"{day:%Y-%m-%d}", f"{day:%Y-%m-%d}", day.isoformat())
+        day = date.fromisoformat(written)
+        return Fact(day.isoformat(), datetime=day.isoformat())
     try:
-        moment = datetime.fromisoformat(stamp.strip())
+        moment = datetime.fromisoformat(written)
     except ValueError:
         return Fact(_short(stamp, 40))
     if moment.tzinfo is not None:
