@@ -236,3 +236,32 @@ def test_the_cascade_triggers_outlast_a_rebuild_of_their_tables_and_only_without
     gone.delete()
     assert not Message.objects.filter(conversation_id=gone.pk).exists()
     assert not DeclaredCall.objects.filter(conversation_id=gone.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0017_indexes_every_message_again_so_a_word_keeps_its_combining_marks() -> None:
+    """Before 0017 a mark split a word: "हिन्दी" was indexed as its letters "ह न द" (on
+    SQLite by the FTS5 table's tokenizer too, whatever words it was given)."""
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("buffers")
+    executor.migrate([("buffers", "0016_messages_without_constraints")])
+    try:
+        hindi = store([user("हिन्दी पाठ")], title="hindi", owner=acting_user())
+        store([user("ह न द")], title="apart", owner=acting_user())
+        (pk,) = Message.objects.filter(conversation=hindi).values_list("pk", flat=True)
+        with connection.cursor() as cursor:  # its words as the index held them then
+            if connection.vendor == "sqlite":
+                cursor.execute("UPDATE buffers_messagesearch SET body = %s WHERE rowid = %s",
+                               ["ह न द पठ", pk])  # fmt: skip
+            else:
+                cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector "
+                               "WHERE message_id = %s", ["ह न द पठ", pk])  # fmt: skip
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(latest)
+        keep_sqlite_triggers()
+
+    page = signed_in().get("/", {"q": "हिन्दी"}).text
+    assert "hindi" in page
+    assert "apart" not in page

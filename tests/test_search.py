@@ -172,12 +172,6 @@ def test_words_in_any_script_are_found_by_their_own_letters() -> None:
     assert hits(conversation, "stra") == [4]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: a word is letters and digits only (words._WORD, search.js), so a "
-    "combining mark splits it, and text is not normalized; the fix changes what the index "
-    "holds (a rebuild) and needs FTS5's title tokenizer to agree",
-)
 def test_a_word_with_combining_marks_is_one_word_however_it_is_composed(client: Client) -> None:
     conversation = store(
         [
@@ -191,6 +185,25 @@ def test_a_word_with_combining_marks_is_one_word_however_it_is_composed(client: 
     assert hits(conversation, "café") == [2]
     answer = client.get(f"/c/{conversation.pk}/search", {"q": "हिन्दी"}, headers=HX)
     assert "1 of 1" in answer.text
+
+
+def test_the_list_finds_a_word_with_combining_marks_in_a_message() -> None:
+    store([user("हिन्दी पाठ")], title="in a message")
+    store([user("ह न द")], title="its letters apart")
+    store([user(unicodedata.normalize("NFD", "un café"))], title="decomposed")
+
+    assert found("हिन्दी") == {"in a message"}
+    assert found("हि") == {"in a message"}, "a prefix, ending in a mark"
+    assert found("café") == {"decomposed"}
+    assert found(unicodedata.normalize("NFD", "café")) == {"decomposed"}
+
+
+def test_a_snippet_marks_a_decomposed_word_found_by_its_composed_spelling() -> None:
+    conversation = store([user(unicodedata.normalize("NFD", "le café est fermé"))])
+
+    (hit,) = search.first_hits([conversation.pk], search.terms("café")).values()
+
+    assert "<mark>café</mark>" in hit.snippet.html
 
 
 def test_words_that_are_operators_in_a_query_language_are_only_words() -> None:

@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from buffers.models import BUFFER_INDEX, Conversation, Message
 
-from .words import fts_body, is_prefix, pg_query, text_of
+from .words import fts_body, is_prefix, nfc, pg_query, text_of, word_character
 
 SNIPPET_CHARS = 160
 """About how long a snippet is."""
@@ -278,7 +278,7 @@ def messages_of(message_ids: Sequence[int]) -> Iterable[Any]:
 
 
 def hit_of(row: Any, words: Sequence[str]) -> Hit:
-    text = text_of(row.role, row.content, row.metadata)
+    text = nfc(text_of(row.role, row.content, row.metadata))
     return Hit(row.conversation_id, row.index, row.role, snippet(text, words))
 
 
@@ -318,8 +318,9 @@ def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> Snip
 def _pattern(words: Sequence[str]) -> re.Pattern[str] | None:
     if not words:
         return None
+    letter = word_character()
     alternatives = [
-        re.escape(w) + (r"[^\W_]*" if is_prefix(w) else r"(?![^\W_])")
+        re.escape(w) + (f"{letter}*" if is_prefix(w) else f"(?!{letter})")
         for w in sorted(words, key=len, reverse=True)
     ]
-    return re.compile(r"(?<![^\W_])(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+    return re.compile(f"(?<!{letter})(?:" + "|".join(alternatives) + ")", re.IGNORECASE)

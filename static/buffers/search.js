@@ -33,7 +33,8 @@
     button.click();
   });
 
-  var WORD = "[\\p{L}\\p{N}]";
+  // Letters, digits and combining marks, as the server reads words.
+  var WORD = "[\\p{L}\\p{N}\\p{M}]";
 
   function escapeRegExp(text) {
     return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -43,7 +44,10 @@
   // words it begins, a shorter one only itself.
   function wordsPattern(words) {
     var alternatives = words.map(function (word) {
-      return escapeRegExp(word) + (word.length >= 2 ? WORD + "*" : "(?!" + WORD + ")");
+      // The server reads text composed (NFC); a page's text may be decomposed.
+      var spellings = [word.normalize("NFC"), word.normalize("NFD")].map(escapeRegExp);
+      var either = "(?:" + spellings.join("|") + ")";
+      return either + (word.length >= 2 ? WORD + "*" : "(?!" + WORD + ")");
     });
     return new RegExp("(?<!" + WORD + ")(?:" + alternatives.join("|") + ")", "giu");
   }

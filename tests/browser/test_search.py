@@ -7,6 +7,7 @@ its snippet lands on that message. Under the strict CSP: any console error fails
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -176,3 +177,24 @@ def test_the_list_finds_a_conversation_by_a_word_only_a_message_holds_and_lands_
     expect(target.locator("mark.search-word:visible")).to_have_text(["zeppelin"])
     expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
     expect(page.locator("#conversation-search-q")).to_have_value("zeppel")
+
+
+def test_a_word_with_combining_marks_is_marked_whole_however_the_page_spells_it(
+    page: Page, live_server: LiveServer
+) -> None:
+    conversation = store([user("हिन्दी पाठ"), user(unicodedata.normalize("NFD", "un café"))])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    field = page.locator("#conversation-search-q")
+
+    field.fill("हिन्दी")
+    field.press("Enter")
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+    expect(page.locator("#m-0 mark.search-word:visible")).to_have_text(["हिन्दी"])
+
+    field.fill("café")
+    field.press("Enter")
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+    spelled = unicodedata.normalize("NFD", "café")
+    expect(page.locator("#m-1 mark.search-word:visible")).to_have_text([spelled])
