@@ -102,6 +102,12 @@ class Conversation(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now, editable=False)
+    search_words = models.TextField(
+        default="",
+        editable=False,
+        help_text="The words of the title and the source, as the search index reads a "
+        "message's (buffers.search.words_of); kept by save().",
+    )
 
     # Kept by the service in the same transaction as every write to the buffer.
     message_count = models.IntegerField(default=0, editable=False)
@@ -166,6 +172,15 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title if _shows_something(self.title) else f"Conversation {self.pk}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        from buffers.search.words import words_of  # buffers.search reads these models
+
+        self.search_words = words_of(f"{self.title} {self.source}")
+        fields = kwargs.get("update_fields")
+        if fields is not None and {"title", "source"} & set(fields):
+            kwargs["update_fields"] = {*fields, "search_words"}
+        super().save(*args, **kwargs)
 
     @property
     def tally(self) -> healing.verdicts.Tally:

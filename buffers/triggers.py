@@ -15,19 +15,30 @@ from __future__ import annotations
 
 from typing import Any
 
-# The search index's (migration 0006).
+# The search index's (migration 0006; the titles' words since 0018, ``TITLES_AS_WRITTEN``
+# before it).
 SEARCH = (
     "CREATE TRIGGER IF NOT EXISTS buffers_messagesearch_forget AFTER DELETE ON buffers_message "
     "BEGIN DELETE FROM buffers_messagesearch WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_add AFTER INSERT "
+    "ON buffers_conversation BEGIN INSERT INTO buffers_conversationsearch (rowid, words) "
+    "VALUES (new.id, new.search_words); END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_change AFTER UPDATE OF "
+    "search_words ON buffers_conversation BEGIN UPDATE buffers_conversationsearch "
+    "SET words = new.search_words WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_forget AFTER DELETE "
+    "ON buffers_conversation BEGIN DELETE FROM buffers_conversationsearch "
+    "WHERE rowid = old.id; END",
+)
+TITLES_AS_WRITTEN = (
+    SEARCH[0],
     "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_add AFTER INSERT "
     "ON buffers_conversation BEGIN INSERT INTO buffers_conversationsearch (rowid, words) "
     "VALUES (new.id, new.title || ' ' || new.source); END",
     "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_change AFTER UPDATE OF title, "
     "source ON buffers_conversation BEGIN UPDATE buffers_conversationsearch "
     "SET words = new.title || ' ' || new.source WHERE rowid = old.id; END",
-    "CREATE TRIGGER IF NOT EXISTS buffers_conversationsearch_forget AFTER DELETE "
-    "ON buffers_conversation BEGIN DELETE FROM buffers_conversationsearch "
-    "WHERE rowid = old.id; END",
+    SEARCH[3],
 )
 
 # The deletes that no foreign key cascades (migration 0016): a block's messages, and a
@@ -51,7 +62,11 @@ def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
         cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         tables = {name for (name,) in cursor.fetchall()}
         if "buffers_conversationsearch" in tables:  # else migrated back to before the index
-            for sql in SEARCH:
+            cursor.execute(
+                "SELECT count(*) FROM pragma_table_info('buffers_conversation') "
+                "WHERE name = 'search_words'"
+            )
+            for sql in SEARCH if cursor.fetchone()[0] else TITLES_AS_WRITTEN:
                 cursor.execute(sql)
         if not {"buffers_block", "buffers_message", "buffers_declaredcall"} <= tables:
             return  # migrated back to before the app

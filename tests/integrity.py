@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef
 
-from buffers import healing, selectors
+from buffers import healing, search, selectors
 from buffers.models import Block, Conversation, DeclaredCall, Message
 
 
@@ -20,6 +20,11 @@ def assert_consistent(conversation: Conversation) -> None:
         assert slots == list(range(block.size)), f"block {block.pk} slots {slots}"
         expected_start += block.size
     assert conversation.message_count == expected_start
+
+    # The title's and source's words, as the search reads them (migration 0018).
+    assert set(conversation.search_words.split()) == set(
+        search.words_of(f"{conversation.title} {conversation.source}").split()
+    )
 
     messages = selectors.buffer_messages(conversation)
     index = healing.index_buffer(messages)

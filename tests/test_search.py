@@ -479,11 +479,12 @@ def test_a_deleted_conversation_leaves_nothing_in_the_index() -> None:
     assert hits(kept, "shared") == [0]
 
 
-def test_a_renamed_conversation_is_found_by_its_new_title_only() -> None:
+@pytest.mark.parametrize("fields", [None, ["title"]], ids=["saved", "saved-title-only"])
+def test_a_renamed_conversation_is_found_by_its_new_title_only(fields: list[str] | None) -> None:
     conversation = store([user("hello")], title="draft name", source="notes.jsonl")
 
     conversation.title = "final report"
-    conversation.save()
+    conversation.save(update_fields=fields)
 
     assert found("draft") == set()
     assert found("final report") == {"final report"}
@@ -500,28 +501,14 @@ def test_titles_and_sources_are_read_as_words_as_messages_are() -> None:
     assert found("xport") == set()
 
 
-_TITLE_WORDS_APART = (
-    "not fixed: titles and sources are split into words by the database (FTS5's unicode61, "
-    "PostgreSQL's parser and lower()), queries by Python's str.lower() (bug hunt)"
-)
-
-
 @pytest.mark.parametrize(
     "title",
     [
-        # Python lowers 'İ' to 'i' and a combining dot: two words, where the database has one.
-        pytest.param("İstanbul", marks=pytest.mark.xfail(strict=True, reason=_TITLE_WORDS_APART)),
-        # PostgreSQL lowers a final capital sigma to the middle form where Python writes the final
-        # one (U+03C2), and drops '²'.
-        *(
-            pytest.param(
-                title,
-                marks=pytest.mark.xfail(
-                    connection.vendor == "postgresql", strict=True, reason=_TITLE_WORDS_APART
-                ),
-            )
-            for title in ("ΟΔΟΣ", "x² fit")
-        ),
+        "İstanbul",  # Python lowers 'İ' to 'i' and a combining dot
+        "ΟΔΟΣ",  # PostgreSQL lowered a final capital sigma to the middle form
+        "x² fit",  # PostgreSQL dropped '²'
+        "हिन्दी notes",  # PostgreSQL read the virama as punctuation
+        unicodedata.normalize("NFD", "un café"),
     ],
 )
 def test_a_title_is_found_by_its_own_text_as_a_message_is(title: str) -> None:

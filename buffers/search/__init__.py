@@ -11,18 +11,20 @@ The index, one row per message that has text, keyed by the message's id:
   with a GIN index, the conversation's id (btree) so a search inside one conversation
   reads only its rows, and the message's block (migration 0010), so that such a search
   counts its hits per block and reads message rows of a few blocks only
-  (``hits._weighed_hits``). Titles and sources: an expression GIN index on the conversation.
+  (``hits._weighed_hits``). Titles and sources: a GIN index on the conversation's
+  ``search_words`` read as a ``tsvector``.
 - **SQLite**: an FTS5 table of the same name (rowid = message id, with the conversation's
   id as an indexed column), and ``buffers_conversationsearch`` for titles and sources,
-  kept by triggers.
+  kept by triggers from the conversation's ``search_words``.
 
-Text becomes words here, the same way for both backends: runs of letters and digits,
-lowercased, each once (``words_of``); the index holds those words, not the text, so that
-no database tokenizer (PostgreSQL's reads ``/usr/bin/python`` as one path, and costs
-more than the rest of an import) decides what matches. The service writes the index in
+Text becomes words here, the same way for both backends: runs of letters, digits and
+combining marks, composed (NFC) and lowercased, each once (``words_of``); the index holds
+those words, not the text, so that no database tokenizer (PostgreSQL's reads
+``/usr/bin/python`` as one path, and costs more than the rest of an import) decides what
+matches. The service writes the index in
 the same transaction as every write to a buffer (``index_messages``,
 ``reindex_messages``); a message's row goes with it when it is deleted (a trigger).
-Titles and sources are indexed by the database itself, from the conversation's columns.
+A title's and source's words are made the same way, by ``Conversation.save()``.
 
 A query is words: each must be in the message (or in the title and source); a word of
 two characters or more matches the words it begins ("weath" finds "weather"). Anything

@@ -13,13 +13,10 @@ from django.db.models.expressions import RawSQL
 from .hits import Hit, hit_of, messages_of
 from .words import fts_body, is_prefix, pg_query
 
-PG_CONVERSATION_DOCUMENT = (
-    "strip(to_tsvector('simple'::regconfig, "
-    "regexp_replace(title || ' ' || source, '[[:punct:]]+', ' ', 'g')))"
-)
-"""PostgreSQL: the expression the titles-and-sources GIN index is on (migration 0006),
-which a query must repeat verbatim for the planner to use the index. Punctuation becomes
-a space first, as ``words_of`` reads it, so that ``export.jsonl`` is two words."""
+PG_CONVERSATION_DOCUMENT = "(search_words::tsvector)"
+"""PostgreSQL: the expression the titles-and-sources GIN index is on (migration 0018),
+which a query must repeat verbatim for the planner to use the index. Their words are made
+in Python (``Conversation.search_words``), as a message's are."""
 
 
 MATCH_CAP = 10_000
