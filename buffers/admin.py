@@ -124,6 +124,21 @@ class SharedWithGroupInline(AdministrativeTier, admin.TabularInline[SharedWithGr
     verbose_name_plural = "shared with groups"
 
 
+class ConversationForm(forms.ModelForm[Conversation]):
+    """Its owner, the one field edited here: refused on the form when the new owner already
+    holds a conversation under its storage identity (keys are per owner)."""
+
+    class Meta:
+        model = Conversation
+        fields = ("owner",)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "owner" in cleaned and (why := services.key_taken_by(self.instance, cleaned["owner"])):
+            self.add_error("owner", why)
+        return cleaned
+
+
 @admin.register(Conversation)
 class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
     list_display = (
@@ -158,6 +173,7 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
         "metadata",
     )
     readonly_fields = fields[1:]
+    form = ConversationForm
     raw_id_fields = ("owner",)
     inlines = (SharedWithUserInline, SharedWithGroupInline)
     actions = ("heal_unanswered_calls",)
@@ -165,6 +181,20 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        """Its owner changes through the ownership service (journalled); nothing else of
+        the conversation is edited here."""
+        services.change_owner(
+            conversation=obj, owner=form.cleaned_data["owner"], via="admin", by=request.user
+        )
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return super().changeform_view(request, *args, **kwargs)
+        except services.OwnershipRefused as refused:  # taken since the form was checked
+            self.message_user(request, f"Nothing was changed: {refused}", messages.ERROR)
+            return redirect(request.get_full_path())
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         """Users it is shared with change through the sharing service, as in the inspector

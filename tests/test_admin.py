@@ -188,6 +188,68 @@ def test_posting_a_change_to_a_conversation_changes_its_owner_and_nothing_else(
     assert (crashed.title, crashed.scope, crashed.key) == ("crashed run", "global", crashed.key)
 
 
+def test_giving_a_conversation_another_owner_in_the_admin_is_journalled(
+    admin_client: Client, crashed: Conversation, django_user_model: Any
+) -> None:
+    old_owner = crashed.owner
+    assert old_owner is not None
+    alice = django_user_model.objects.create_user("alice")
+
+    given = admin_client.post(change("conversation", crashed.pk), sharing_form(alice.pk))
+    taken = admin_client.post(change("conversation", crashed.pk), sharing_form(None))
+    unchanged = admin_client.post(change("conversation", crashed.pk), sharing_form(None))
+
+    assert (given.status_code, taken.status_code, unchanged.status_code) == (302, 302, 302)
+    crashed.refresh_from_db()
+    assert crashed.owner is None
+    assert [
+        (c.action, c.via, c.actor_name, c.rows)
+        for c in crashed.changes.order_by("at", "id")
+        if c.action != "import"
+    ] == [
+        (
+            "owner",
+            "admin",
+            "admin",
+            [{"change": "owner", "old": old_owner.username, "new": "alice"}],
+        ),
+        ("owner", "admin", "admin", [{"change": "owner", "old": "alice", "new": None}]),
+    ]
+    history = admin_client.get(change("conversation", crashed.pk)).text
+    assert f"owner: {old_owner.username} → alice" in history
+    assert "owner: alice → nobody" in history
+
+
+def test_an_owner_who_already_holds_a_conversation_under_its_key_is_refused_on_the_form(
+    admin_client: Client, django_user_model: Any
+) -> None:
+    alice = django_user_model.objects.create_user("alice")
+    bob = django_user_model.objects.create_user("bob")
+    alices = store([user("go")], title="alice's run", owner=alice, key="run-1")
+    bobs = store([user("go")], title="bob's run", owner=bob, key="run-1")
+    nobodys = store([user("go")], title="nobody's run", owner=None, key="run-1")
+
+    to_bob = admin_client.post(change("conversation", alices.pk), sharing_form(bob.pk))
+    to_nobody = admin_client.post(change("conversation", alices.pk), sharing_form(None))
+
+    assert (to_bob.status_code, to_nobody.status_code) == (200, 200)
+    assert to_bob.context["adminform"].form.errors == {
+        "owner": [
+            f"bob already owns a conversation stored under the key 'run-1' (conversation "
+            f"{bobs.pk}): a key names one conversation of each owner's."
+        ]
+    }
+    assert to_nobody.context["adminform"].form.errors == {
+        "owner": [
+            f"An ownerless conversation is already stored under the key 'run-1' (conversation "
+            f"{nobodys.pk}): ownerless conversations share one space of keys."
+        ]
+    }
+    alices.refresh_from_db()
+    assert alices.owner == alice
+    assert [c.action for c in alices.changes.all()] == ["import"]
+
+
 def test_sharing_a_conversation_with_a_user_lets_them_see_it(
     admin_client: Client, crashed: Conversation, django_user_model: Any
 ) -> None:

@@ -14,7 +14,7 @@ The package, by concern (callers use the names re-exported here):
   and the admin tier (MEM-15), ``edit_message`` and ``delete_message``.
 - ``imports``: storing transcripts verbatim (``ConversationIn``,
   ``import_conversations``): checks, then bulk inserts.
-- ``ownership``: ``give_ownerless``.
+- ``ownership``: ``give_ownerless``, ``change_owner`` (``OwnershipRefused``, ``key_taken_by``).
 - ``sharing``: ``share_conversation`` and ``unshare_conversation`` (who else may view),
   ``viewer_named``, ``SharingRefused``.
 - ``ingest``: live traces (``ingest_model_calls``): each model call's new messages stored
@@ -33,7 +33,7 @@ from .imports import ConversationIn, import_conversations
 from .ingest import Ingested, ingest_model_calls
 from .journal import Actor, Writer
 from .locking import BufferBusy, ConversationNotFound, with_buffer_lock
-from .ownership import give_ownerless
+from .ownership import OwnershipRefused, change_owner, give_ownerless, key_taken_by
 from .repair import delete_message, edit_message, heal_conversation, preview_append, preview_heal
 from .scopes import resolve_scope
 from .sharing import SharingRefused, share_conversation, unshare_conversation, viewer_named
@@ -45,15 +45,18 @@ __all__ = [
     "ConversationIn",
     "ConversationNotFound",
     "Ingested",
+    "OwnershipRefused",
     "SharingRefused",
     "Writer",
     "append_messages",
+    "change_owner",
     "delete_message",
     "edit_message",
     "give_ownerless",
     "heal_conversation",
     "import_conversations",
     "ingest_model_calls",
+    "key_taken_by",
     "preview_append",
     "preview_heal",
     "resolve_scope",

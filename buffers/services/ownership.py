@@ -1,13 +1,87 @@
-"""Ownership: ownerless conversations given an owner, with an entry in each journal."""
+"""Ownership: who owns a conversation (ownerless ones given an owner, an owner changed in
+the admin), with an entry in its journal for each change."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import User
 from django.db import models, transaction
 
-from buffers.models import Action, Conversation
+from buffers.models import Action, Conversation, Scope
 
 from .journal import Actor, Writer
+
+
+class OwnershipRefused(ValueError):
+    """An owner a conversation cannot be given; its message says why."""
+
+
+def key_taken_by(conversation: Conversation, owner: User | None) -> str:
+    """Why ``owner`` (None: nobody) cannot own ``conversation``: another of the conversations
+    they own (or of the ownerless ones, which share one space of keys) is stored under its
+    scope, scope id and key, which name one conversation of each owner's. Empty when they
+    can."""
+    owners = (
+        Conversation.objects.filter(owner__isnull=True)
+        if owner is None
+        else Conversation.objects.filter(owner=owner)
+    )
+    other = (
+        owners.filter(
+            scope=conversation.scope, scope_id=conversation.scope_id, key=conversation.key
+        )
+        .exclude(pk=conversation.pk)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if other is None:
+        return ""
+    under = (
+        f"the key {conversation.key!r}"
+        if conversation.scope == Scope.GLOBAL
+        else f"the {conversation.scope} scope {conversation.scope_id!r} and the key "
+        f"{conversation.key!r}"
+    )
+    if owner is None:
+        return (
+            f"An ownerless conversation is already stored under {under} (conversation "
+            f"{other}): ownerless conversations share one space of keys."
+        )
+    return (
+        f"{owner.get_username()} already owns a conversation stored under {under} "
+        f"(conversation {other}): a key names one conversation of each owner's."
+    )
+
+
+def change_owner(
+    *, conversation: Conversation, owner: User | None, via: str, by: Actor, reason: str = ""
+) -> bool:
+    """Make ``owner`` (None: nobody) the owner of ``conversation``, with an entry in its
+    journal; True if that changed anything. Refused (``OwnershipRefused``) when the new
+    owner already holds a conversation under its storage identity (``key_taken_by``)."""
+    with transaction.atomic():
+        locked = (
+            Conversation.objects.select_for_update().select_related("owner").get(pk=conversation.pk)
+        )
+        old = locked.owner
+        if (old.pk if old is not None else None) == (owner.pk if owner is not None else None):
+            return False
+        if why := key_taken_by(locked, owner):
+            raise OwnershipRefused(why)
+        Conversation.objects.filter(pk=locked.pk).update(owner=owner)
+        Writer(via, by, Action.OWNER, reason).record(
+            locked,
+            version=locked.version,
+            message_count=locked.message_count,
+            rows=[
+                {
+                    "change": "owner",
+                    "old": old.get_username() if old is not None else None,
+                    "new": owner.get_username() if owner is not None else None,
+                }
+            ],
+        )
+    conversation.owner = owner
+    return True
 
 
 def give_ownerless(
