@@ -5,13 +5,14 @@ a buffer row itself."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import ActionLocation, BaseModelAdmin
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -197,18 +198,49 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
             return redirect(request.get_full_path())
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
-        """Users it is shared with change through the sharing service, as in the inspector
-        (journalled); a row whose user is changed stops one share and makes another."""
-        if formset.model is not SharedWithUser:
+        """Users and groups it is shared with change through the sharing service, as in the
+        inspector (journalled); a row whose user or group is changed stops one share and
+        makes another."""
+        conversation, by = form.instance, request.user
+        field: str
+        model: type[User] | type[Group]
+        share: Callable[[Any], object]
+        unshare: Callable[[Any], object]
+        if formset.model is SharedWithUser:
+            field, model = "user", User
+
+            def share(user: Any) -> object:
+                return services.share_conversation(
+                    conversation=conversation, viewer=user, via="admin", by=by
+                )
+
+            def unshare(user: Any) -> object:
+                return services.unshare_conversation(
+                    conversation=conversation, viewer=user, via="admin", by=by
+                )
+
+        elif formset.model is SharedWithGroup:
+            field, model = "group", Group
+
+            def share(group: Any) -> object:
+                return services.share_with_group(
+                    conversation=conversation, group=group, via="admin", by=by
+                )
+
+            def unshare(group: Any) -> object:
+                return services.unshare_with_group(
+                    conversation=conversation, group=group, via="admin", by=by
+                )
+
+        else:
             super().save_formset(request, form, formset, change)
             return
-        conversation = form.instance
         # What formset.save() would have noted, for the admin's own history message.
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         for inline in formset.forms:
-            old = inline.initial.get("user") if inline.instance.pk else None
+            old = inline.initial.get(field) if inline.instance.pk else None
             deleted = inline in formset.deleted_forms
-            new = None if deleted else inline.cleaned_data.get("user")
+            new = None if deleted else inline.cleaned_data.get(field)
             if old == (new.pk if new is not None else None):
                 continue
             if deleted:
@@ -216,18 +248,11 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
             elif old is None:
                 formset.new_objects.append(inline.instance)
             else:
-                formset.changed_objects.append((inline.instance, ["user"]))
+                formset.changed_objects.append((inline.instance, [field]))
             if old is not None:
-                services.unshare_conversation(
-                    conversation=conversation,
-                    viewer=User.objects.get(pk=old),
-                    via="admin",
-                    by=request.user,
-                )
+                unshare(model.objects.get(pk=old))
             if new is not None:
-                services.share_conversation(
-                    conversation=conversation, viewer=new, via="admin", by=request.user
-                )
+                share(new)
 
     def has_heal_permission(self, request: HttpRequest) -> bool:
         """Healing writes to buffers: for staff who may change messages."""

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from buffers.models import Action, Conversation, SharedWithUser
+from buffers.models import Action, Conversation, SharedWithGroup, SharedWithUser
 from tests.buffers import acting_user, assistant, signed_in, store, user
 
 pytestmark = pytest.mark.django_db
@@ -315,6 +315,48 @@ def test_sharing_in_the_admin_is_journalled_as_in_the_inspector(
         ("admin", [{"change": "viewer added", "user": "bob"}]),
         ("admin", [{"change": "viewer removed", "user": "bob"}]),
     ]
+
+
+def test_sharing_with_a_group_in_the_admin_is_journalled_too(
+    admin_client: Client, conversation: Conversation
+) -> None:
+    reviewers = Group.objects.create(name="reviewers")
+    url = f"/admin/buffers/conversation/{conversation.pk}/change/"
+    added = admin_client.post(
+        url,
+        admin_form(
+            conversation,
+            **{
+                "sharedwithgroup_set-TOTAL_FORMS": "1",
+                "sharedwithgroup_set-0-group": str(reviewers.pk),
+            },
+        ),
+    )
+    row = SharedWithGroup.objects.get(conversation=conversation)
+    removed = admin_client.post(
+        url,
+        admin_form(
+            conversation,
+            **{
+                "sharedwithgroup_set-TOTAL_FORMS": "1",
+                "sharedwithgroup_set-INITIAL_FORMS": "1",
+                "sharedwithgroup_set-0-id": str(row.pk),
+                "sharedwithgroup_set-0-conversation": str(conversation.pk),
+                "sharedwithgroup_set-0-group": str(reviewers.pk),
+                "sharedwithgroup_set-0-DELETE": "on",
+            },
+        ),
+    )
+
+    assert (added.status_code, removed.status_code) == (302, 302)
+    assert not conversation.viewer_groups.exists()
+    assert [(via, rows) for _, via, _, rows in journal(conversation)] == [
+        ("admin", [{"change": "group added", "group": "reviewers"}]),
+        ("admin", [{"change": "group removed", "group": "reviewers"}]),
+    ]
+    history = admin_client.get(url).text
+    assert "<li>group added: reviewers</li>" in history
+    assert "<li>group removed: reviewers</li>" in history
 
 
 def test_the_admin_will_not_share_a_conversation_with_its_owner(

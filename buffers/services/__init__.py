@@ -16,6 +16,7 @@ The package, by concern (callers use the names re-exported here):
   ``import_conversations``): checks, then bulk inserts.
 - ``ownership``: ``give_ownerless``, ``change_owner`` (``OwnershipRefused``, ``key_taken_by``).
 - ``sharing``: ``share_conversation`` and ``unshare_conversation`` (who else may view),
+  ``share_with_group`` and ``unshare_with_group`` (the admin's),
   ``viewer_named``, ``SharingRefused``.
 - ``ingest``: live traces (``ingest_model_calls``): each model call's new messages stored
   verbatim in its conversation, recognized by digests, never by reading the buffer.
@@ -36,7 +37,14 @@ from .locking import BufferBusy, ConversationNotFound, with_buffer_lock
 from .ownership import OwnershipRefused, change_owner, give_ownerless, key_taken_by
 from .repair import delete_message, edit_message, heal_conversation, preview_append, preview_heal
 from .scopes import resolve_scope
-from .sharing import SharingRefused, share_conversation, unshare_conversation, viewer_named
+from .sharing import (
+    SharingRefused,
+    share_conversation,
+    share_with_group,
+    unshare_conversation,
+    unshare_with_group,
+    viewer_named,
+)
 
 __all__ = [
     "MAX_BATCH",
@@ -61,7 +69,9 @@ __all__ = [
     "preview_heal",
     "resolve_scope",
     "share_conversation",
+    "share_with_group",
     "unshare_conversation",
+    "unshare_with_group",
     "viewer_named",
     "with_buffer_lock",
 ]

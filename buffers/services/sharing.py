@@ -5,10 +5,10 @@ its owner, and only with an active account."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 
-from buffers.models import Action, Conversation, SharedWithUser
+from buffers.models import Action, Conversation, SharedWithGroup, SharedWithUser
 
 from .journal import Actor, Writer
 
@@ -75,8 +75,39 @@ def unshare_conversation(
     return bool(removed)
 
 
+def share_with_group(
+    *, conversation: Conversation, group: Group, via: str, by: Actor, reason: str = ""
+) -> bool:
+    """Let every member of ``group`` view ``conversation`` (the admin shares with groups);
+    True if that is new (then journalled)."""
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        _, created = SharedWithGroup.objects.get_or_create(conversation=locked, group=group)
+        if created:
+            _record(locked, {"change": "group added", "group": group.name}, via, by, reason)
+    return created
+
+
+def unshare_with_group(
+    *, conversation: Conversation, group: Group, via: str, by: Actor, reason: str = ""
+) -> bool:
+    """Stop sharing ``conversation`` with ``group``; True if it was (then journalled)."""
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        removed, _ = SharedWithGroup.objects.filter(conversation=locked, group=group).delete()
+        if removed:
+            _record(locked, {"change": "group removed", "group": group.name}, via, by, reason)
+    return bool(removed)
+
+
 def _journal(
     conversation: Conversation, change: str, viewer: User, via: str, by: Actor, reason: str
+) -> None:
+    _record(conversation, {"change": change, "user": viewer.get_username()}, via, by, reason)
+
+
+def _record(
+    conversation: Conversation, row: dict[str, str], via: str, by: Actor, reason: str
 ) -> None:
     # Sharing changes who may see the buffer, not the buffer: the journal's "owner" action,
     # at the buffer's current version.
@@ -84,5 +115,5 @@ def _journal(
         conversation,
         version=conversation.version,
         message_count=conversation.message_count,
-        rows=[{"change": change, "user": viewer.get_username()}],
+        rows=[row],
     )
