@@ -5,6 +5,7 @@ a buffer row itself."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,13 +15,15 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import ActionLocation, BaseModelAdmin
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
+from django.forms.fields import InvalidJSONInput, JSONString
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from . import access, healing, presenters, services
+from . import access, healing, presenters, services, transcripts
+from .healing import jsontext
 from .models import (
     BUFFER_INDEX,
     ApiToken,
@@ -348,10 +351,55 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
         )
 
 
+class MessageJSONField(forms.JSONField):
+    """JSON typed into the admin, read as an API body is (``jsontext.loads``): a key named
+    twice is refused, and a text nested too deeply or holding an integer too long to read
+    is an error on its field, as is one that is not JSON, each saying what and where. What
+    cannot be read is shown back as typed."""
+
+    def to_python(self, value: Any) -> Any:
+        if self.disabled or value in self.empty_values or not isinstance(value, str):
+            return super().to_python(value)
+        try:
+            converted, _ = jsontext.loads(value)
+        except jsontext.DuplicateKey as error:
+            raise forms.ValidationError(
+                f"{error.msg} (line {error.lineno}, column {error.colno})", code="invalid"
+            ) from None
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(
+                f"Enter a valid JSON: {error.msg} (line {error.lineno}, column {error.colno}).",
+                code="invalid",
+            ) from None
+        except RecursionError:
+            raise forms.ValidationError(transcripts.TOO_DEEP, code="invalid") from None
+        except ValueError as error:  # an integer of more than 4,300 digits
+            raise forms.ValidationError(f"cannot be read: {error}", code="invalid") from None
+        return JSONString(converted) if isinstance(converted, str) else converted
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled or not isinstance(data, str):
+            return super().bound_data(data, initial)
+        try:
+            return jsontext.loads(data)[0]
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            return InvalidJSONInput(data)
+
+    def prepare_value(self, value: Any) -> Any:
+        shown = super().prepare_value(value)
+        try:
+            shown.encode()
+        except UnicodeEncodeError:  # a lone surrogate typed as an escape: shown as one
+            return json.dumps(value, cls=self.encoder)
+        return shown
+
+
 class MessageForm(forms.ModelForm[Message]):
     """One message, edited at the admin tier: checked by the pure core as an import is, and
     saved through the service with the reason given."""
 
+    content = MessageJSONField(required=False)
+    metadata = MessageJSONField(required=False)
     reason = forms.CharField(max_length=500, help_text="Why: kept in the repair journal.")
 
     class Meta:

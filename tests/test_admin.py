@@ -315,6 +315,41 @@ def test_an_admin_edit_without_a_reason_or_with_a_bad_message_writes_nothing(
     assert [c.action for c in crashed.changes.all()] == ["import"]
 
 
+@pytest.mark.parametrize(
+    ("field", "typed", "error"),
+    [
+        (
+            "content",
+            '{"text": "a", "text": "b"}',
+            'the key "text" appears twice (line 1, column 15)',
+        ),
+        (
+            "metadata",
+            '{"tool_call_id": "c1", "extra": [{"k": 1, "k": 2}]}',
+            'extra[0]: the key "k" appears twice (line 1, column 43)',
+        ),
+        ("content", "1" * 5000, "cannot be read: Exceeds the limit (4300 digits)"),
+        ("content", "[" * 5000 + "]" * 5000, "nests arrays or objects too deeply to read"),
+        ("content", '"\\ud800"', "holds the character U+D800, which cannot be stored"),
+        ("content", '{"text": }', "Enter a valid JSON: Expecting value (line 1, column 10)."),
+    ],
+)
+def test_json_an_admin_edit_cannot_store_is_an_error_on_its_field_never_a_500(
+    admin_client: Client, crashed: Conversation, field: str, typed: str, error: str
+) -> None:
+    message = Message.objects.get(conversation=crashed, answers_call_id="c1")
+    fields = {"role": "tool", "content": '"x"', "metadata": '{"tool_call_id": "c1"}'}
+
+    answer = admin_client.post(
+        change("message", message.pk), {**fields, field: typed, "reason": "r"}
+    )
+
+    assert answer.status_code == 200
+    assert error in " ".join(answer.context["adminform"].form.errors[field])
+    assert [c.action for c in crashed.changes.all()] == ["import"]
+    assert_consistent(crashed)
+
+
 def test_an_admin_edit_with_an_unknown_role_names_the_role_given_once(
     admin_client: Client, crashed: Conversation
 ) -> None:
