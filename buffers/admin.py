@@ -305,7 +305,7 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
         chosen = list(queryset.order_by("pk")[:100])
         form = HealForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
-            healed = 0
+            healed = written = 0
             refused: list[str] = []
             for conversation in chosen:
                 report = services.heal_conversation(
@@ -315,13 +315,20 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
                     reason=form.cleaned_data["reason"],
                 )
                 healed += len(report.healed)
+                written += bool(report.healed)
                 if report.refusal:
                     refused.append(f"{conversation} ({report.refusal})")
-            written = len(chosen) - len(refused)
+            untouched = len(chosen) - written - len(refused)
             self.message_user(
                 request,
                 f"Healed {healed} unanswered call{pluralize(healed)} in "
-                f"{written} conversation{pluralize(written)}.",
+                f"{written} conversation{pluralize(written)}"
+                + (
+                    f"; {untouched} had none, and {pluralize(untouched, 'was,were')} left as "
+                    f"{pluralize(untouched, 'it was,they were')}."
+                    if untouched
+                    else "."
+                ),
                 messages.SUCCESS,
             )
             if refused:

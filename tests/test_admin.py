@@ -425,6 +425,27 @@ def test_the_heal_action_once_confirmed_heals_through_the_service(
     assert (healed.action, healed.reason, healed.actor_name) == ("heal", "crashed agent", "admin")
 
 
+def test_the_heal_action_counts_only_the_conversations_it_wrote_to(
+    admin_client: Client, crashed: Conversation, answered: Conversation
+) -> None:
+    response = admin_client.post(
+        changelist("conversation"),
+        {
+            "action": "heal_unanswered_calls",
+            "_selected_action": [crashed.pk, answered.pk],
+            "apply": "Heal these calls",
+            "reason": "crashed agent",
+        },
+        follow=True,
+    )
+
+    assert (
+        "Healed 1 unanswered call in 1 conversation; 1 had none, and was left as it was."
+        in response.text
+    )
+    assert [c.action for c in answered.changes.all()] == ["import"]
+
+
 def test_the_heal_action_needs_a_reason(admin_client: Client, crashed: Conversation) -> None:
     response = admin_client.post(
         changelist("conversation"),
