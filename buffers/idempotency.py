@@ -77,9 +77,16 @@ def _key(request: HttpRequest) -> str | None:
 
 
 def _user(request: HttpRequest) -> Any:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "bearer":
-        return access.user_for_request_token(request, token.strip())
+    """Whom the write will be done as, so the key is theirs: for the API, as its auth takes
+    the caller (the bearer token's user, else the signed-in session's, so a session sent
+    with a token that stands for nobody still keys its writes); for the inspector's forms,
+    the session's."""
+    if request.path_info.startswith("/api/"):
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and (
+            found := access.user_for_request_token(request, token.strip())
+        ):
+            return found
     return access.real_user(request.user)
 
 

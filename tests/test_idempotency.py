@@ -155,6 +155,23 @@ def test_keys_are_per_user() -> None:
 
 
 @pytest.mark.django_db
+def test_a_key_is_the_callers_whom_the_api_takes_even_beside_a_token_it_does_not() -> None:
+    conversation = store([user("go"), assistant("c1")])
+    session = Client()
+    session.force_login(acting_user())
+    stale = {"Authorization": "Bearer fdw_revoked-long-ago"}
+
+    first = append(session, conversation.pk, TURN, "key-1", **stale)
+    again = append(session, conversation.pk, TURN, "key-1", **stale)
+
+    assert first.status_code == again.status_code == 200  # the API took the session
+    assert again["Idempotent-Replayed"] == "true"
+    conversation.refresh_from_db()
+    assert conversation.message_count == 4
+    assert IdempotentRequest.objects.get(key="key-1").user == acting_user()
+
+
+@pytest.mark.django_db
 def test_a_key_is_kept_a_day_and_then_forgotten() -> None:
     conversation = store([user("go")])
     client = Client()
