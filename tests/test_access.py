@@ -20,7 +20,7 @@ from django.db import IntegrityError, connection
 from django.test import Client
 from django.urls import URLPattern, reverse
 
-from buffers import access
+from buffers import access, services
 from buffers.models import ApiToken, Conversation
 from buffers.urls import urlpatterns as inspector_patterns
 from tests.buffers import assistant, store, user
@@ -590,3 +590,26 @@ def test_ownerless_conversations_share_one_namespace_of_keys(db: None) -> None:
 
     with pytest.raises(IntegrityError):
         Conversation.objects.create(key="demo")
+
+
+def test_an_ownerless_conversation_whose_key_its_new_owner_holds_stays_ownerless(
+    people: dict[str, Any],
+) -> None:
+    owner = people["owner"]
+    theirs = store([user()], key="demo", owner=owner)
+    loose = store([user()], key="demo", owner=None)
+    other = store([user()], key="other", owner=None)
+
+    given = services.give_ownerless(
+        Conversation.objects.filter(pk__in=[loose.pk, other.pk]),
+        owner=owner,
+        via="make run",
+        by="alice (shell)",
+        reason="the local account",
+    )
+
+    assert given == [other]
+    loose.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (loose.owner, theirs.owner) == (None, owner)
+    assert [c.action for c in loose.changes.all()] == ["import"]

@@ -88,10 +88,14 @@ def give_ownerless(
     conversations: models.QuerySet[Conversation], *, owner: User, via: str, by: Actor, reason: str
 ) -> list[Conversation]:
     """Make ``owner`` the owner of each conversation of ``conversations`` that has none,
-    with an entry in its journal; one that has an owner keeps it. Returns those given."""
+    with an entry in its journal; one that has an owner keeps it, and one stored under a
+    key ``owner`` already holds stays ownerless (``key_taken_by``: keys are per owner).
+    Returns those given."""
     given: list[Conversation] = []
     with transaction.atomic():
         for conversation in conversations.filter(owner__isnull=True).select_for_update():
+            if key_taken_by(conversation, owner):
+                continue
             conversation.owner = owner
             conversation.save(update_fields=["owner"])
             Writer(via, by, Action.OWNER, reason).record(
