@@ -28,18 +28,19 @@ SQLITE_TRIGGERS = (
 )
 
 
-def _fill(apps) -> None:
+def _fill(apps, schema_editor) -> None:
     from buffers.search.words import words_of
 
     Conversation = apps.get_model("buffers", "Conversation")
     rows = Conversation.objects.order_by("pk").values_list("pk", "title", "source")
     last = 0
-    while batch := list(rows.filter(pk__gt=last)[:_BATCH]):
-        for pk, title, source in batch:
-            words = words_of(f"{title} {source}")
-            if words:
-                Conversation.objects.filter(pk=pk).update(search_words=words)
-        last = batch[-1][0]
+    with schema_editor.connection.cursor() as cursor:
+        while batch := list(rows.filter(pk__gt=last)[:_BATCH]):
+            cursor.executemany(
+                "UPDATE buffers_conversation SET search_words = %s WHERE id = %s",
+                [(words_of(f"{title} {source}"), pk) for pk, title, source in batch],
+            )
+            last = batch[-1][0]
 
 
 def _index_again(schema_editor, index: str, triggers: tuple[str, ...], words: str) -> None:
@@ -64,7 +65,7 @@ def _index_again(schema_editor, index: str, triggers: tuple[str, ...], words: st
 def by_words(apps, schema_editor):
     from buffers.triggers import SEARCH
 
-    _fill(apps)
+    _fill(apps, schema_editor)
     _index_again(schema_editor, PG_INDEX, SEARCH, "search_words")
 
 
