@@ -37,6 +37,10 @@ page of long messages would take seconds; a text this long is a dump more often 
 MAX_BRACKETS = 1_000
 """Text with more ``[`` is shown as text: link labels cost markdown-it-py the square of
 their number (5,000 take a second)."""
+TABLE_BOX = '<div class="md-table" tabindex="0">'
+"""What holds each table: a table of many columns cannot shrink to a phone's width, so it
+scrolls sideways in this box (reading.css), which takes the keyboard's focus to scroll by
+keys. The renderer's own markup, never the transcript's (no div passes the sanitizer)."""
 HEADING_SHIFT = 2
 """A message's ``#`` heading is an h3: the page's own headings stay above its messages."""
 
@@ -86,12 +90,18 @@ _TAG = re.compile(r'<[^"<>]*(?:"[^"]*"[^"<>]*)*>')
 always in double quotes, holds no ``"``."""
 
 
+_BOXED = {"<table>": f"{TABLE_BOX}<table>", "</table>": "</table></div>"}
+"""A table's tags (the sanitizer leaves a table no attribute) with its box around it."""
+
+
 def _quote_text(html: str) -> str:
     """nh3's output with the quotes in its text escaped, as Django escapes text: a hostile
-    ``href="javascript:`` in a message reads the same whether shown as markdown or text."""
+    ``href="javascript:`` in a message reads the same whether shown as markdown or text.
+    Each table goes in its box (TABLE_BOX)."""
     out, at = [], 0
     for tag in _TAG.finditer(html):
-        out += [html[at : tag.start()].replace('"', "&quot;").replace("'", "&#x27;"), tag[0]]
+        text = html[at : tag.start()].replace('"', "&quot;").replace("'", "&#x27;")
+        out += [text, _BOXED.get(tag[0], tag[0])]
         at = tag.end()
     out.append(html[at:].replace('"', "&quot;").replace("'", "&#x27;"))
     return "".join(out)

@@ -168,3 +168,42 @@ def test_a_page_of_formatted_messages_is_axe_clean(page: Page, live_server: Live
         if v["impact"] in ("serious", "critical")
     ]
     assert serious == []
+
+
+WIDE_TABLE = (
+    "| " + " | ".join(f"column {n}" for n in range(24)) + " |\n"
+    "|" + "---|" * 24 + "\n"
+    "| " + " | ".join(f"value {n}" for n in range(24)) + " |\n"
+)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_wide_markdown_table_scrolls_in_its_own_box_not_the_page_on_a_phone(
+    page: Page, live_server: LiveServer, scheme: str
+) -> None:
+    """A table of many columns (a data dump an agent formatted) cannot shrink to a phone's
+    width: it scrolls sideways inside the message, by mouse, touch or keyboard, and the page
+    does not."""
+    conversation = store([user("Show the results"), assistant(content=WIDE_TABLE)])
+    page.emulate_media(color_scheme="dark" if scheme == "dark" else "light")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+
+    table = page.locator("#m-1 .md table")
+    expect(table.locator("th")).to_have_count(24)
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    scroller = page.locator("#m-1 .md .md-table")
+    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth")  # all of it, scrolled to
+    scroller.focus()
+    page.keyboard.press("ArrowRight")
+    expect(scroller).to_be_focused()
+    for _ in range(20):  # a key's scroll may be smooth: a moment to get there
+        if scroller.evaluate("e => e.scrollLeft") > 0:
+            break
+        page.wait_for_timeout(50)
+    assert scroller.evaluate("e => e.scrollLeft") > 0
+
+    page.evaluate(AXE.read_text())
+    violations = page.evaluate("axe.run('#messages').then(results => results.violations)")
+    serious = [v["id"] for v in violations if v["impact"] in ("serious", "critical")]
+    assert serious == []
