@@ -189,10 +189,35 @@
     return found;
   }
 
+  // The summary's "next" link of each kind of problem it counts, but healed placeholders
+  // (healing, not a problem): the server knows where each kind is, loaded or not, badged or
+  // not (an empty turn has no badge of its own).
+  function problemKinds() {
+    return Array.prototype.filter.call(
+      document.querySelectorAll("#summary a.next-of-kind[data-kind]"),
+      function (link) { return link.getAttribute("data-kind") !== "healed_placeholder"; }
+    );
+  }
+
+  // The next message with a problem of a kind after ``from``, as the server says (round the
+  // end of the buffer): a promise of its index, or null.
+  function askNextOfKind(link, from) {
+    var url = new URL(link.href, window.location.href);
+    url.searchParams.set("from", String(from));
+    return fetch(url.href, {headers: {Accept: "application/json"}, credentials: "same-origin"})
+      .then(function (response) {
+        if (!response.ok) throw new Error(String(response.status));
+        return response.json();
+      })
+      .then(function (found) { return found.index; });
+  }
+
+  var asking = false; // u waits for the server's answers
+
   // u: the next message with a problem after the reader's place, loaded or not.
   function nextProblem() {
     var list = loadedMessages();
-    if (!list.length || pending) return;
+    if (!list.length || pending || asking) return;
     var here = currentMessage();
     var from;
     if (here) {
@@ -209,11 +234,29 @@
     linkedProblems().forEach(function (index) {
       if (index > from && (best === null || index < best)) best = index;
     });
-    if (best === null) {
-      say(from < 0 ? "This conversation shows no problem." : "No problem after message " + from + ".");
+    function land() {
+      if (best === null) {
+        say(from < 0 ? "This conversation shows no problem." : "No problem after message " + from + ".");
+        return;
+      }
+      openMessage(best);
+    }
+    var kinds = problemKinds();
+    if (!kinds.length || !window.fetch) {
+      land();
       return;
     }
-    openMessage(best);
+    asking = true;
+    Promise.all(kinds.map(function (link) {
+      return askNextOfKind(link, from).catch(function () { return null; });
+    })).then(function (found) {
+      asking = false;
+      found.forEach(function (index) {
+        // An index at or before the reader's place came round the end: not after it.
+        if (index !== null && index > from && (best === null || index < best)) best = index;
+      });
+      land();
+    });
   }
 
   // A link to a message (#m-N, or ?at=N#m-N as links into another window are written):
@@ -254,16 +297,10 @@
     // The reader's place: the message at hand, else the last one moved to (the link took
     // the focus), else just before the first on screen.
     var from = here ? indexOf(here) : lastIndex !== null ? lastIndex : first ? indexOf(first) - 1 : -1;
-    var url = new URL(link.href, window.location.href);
-    url.searchParams.set("from", String(from));
-    fetch(url.href, {headers: {Accept: "application/json"}, credentials: "same-origin"})
-      .then(function (response) {
-        if (!response.ok) throw new Error(String(response.status));
-        return response.json();
-      })
-      .then(function (found) {
-        if (found.index === null) say("This conversation has no such problem now.");
-        else openMessage(found.index);
+    askNextOfKind(link, from)
+      .then(function (index) {
+        if (index === null) say("This conversation has no such problem now.");
+        else openMessage(index);
       })
       .catch(function () {
         window.location.assign(link.href); // the page opened there, without the script

@@ -131,6 +131,33 @@ def test_u_goes_to_the_next_problem_loaded_or_not_without_a_reload(
     expect(page.locator("#m-150")).to_be_focused()
 
 
+def test_u_stops_at_every_kind_of_problem_the_summary_counts_loaded_or_not(
+    page: Page, live_server: LiveServer
+) -> None:
+    """An empty turn shows no badge of its own, and an orphan result far outside the window
+    is not on the page: the summary counts both, and u goes to each."""
+    messages = [user(f"message {n}") for n in range(200)]
+    messages[30] = {"role": "assistant", "content": ""}  # an empty turn Anthropic refuses
+    messages[120] = result("nobody-asked")  # an orphan result, far outside the first window
+    conversation = store(messages)
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(url)
+    mark_page(page)
+    expect(page.locator("#summary")).to_contain_text("1 empty turn")
+    expect(page.locator("#summary")).to_contain_text("1 orphan result")
+    expect(page.locator("#m-120")).to_have_count(0)
+
+    page.keyboard.press("u")
+    expect(page.locator("#m-30")).to_be_focused()
+    page.keyboard.press("u")
+    expect(page.locator("#m-120")).to_be_focused()
+    expect(page).to_have_url(f"{url}?at=120#m-120")
+    page.keyboard.press("u")
+    expect(page.locator("#jump-notice")).to_have_text("No problem after message 120.")
+    expect(page.locator("#m-120")).to_be_focused()
+    assert still_same_page(page)
+
+
 def test_a_next_problem_link_outside_the_window_opens_it_in_place(
     page: Page, live_server: LiveServer
 ) -> None:
