@@ -617,6 +617,12 @@
   document.body.addEventListener("htmx:responseError", reportFailure);
   document.body.addEventListener("htmx:sendError", reportFailure);
 
+  // The reader is at ``article`` now (a search's hit), with the focus left where it is: the
+  // keys go on from there.
+  function place(article) {
+    lastIndex = indexOf(article);
+  }
+
   // For the other scripts (search opens a hit's window the same way).
-  window.flowdrop = {openMessage: openMessage, goTo: goTo};
+  window.flowdrop = {openMessage: openMessage, goTo: goTo, place: place};
 })();

@@ -133,7 +133,9 @@
     var used = event.detail.requestConfig && event.detail.requestConfig.elt;
     if (!used || used.id !== "conversation-search") return;
     var article = markHit();
-    if (article) placeOf(article).scrollIntoView({block: "center"});
+    if (!article) return;
+    placeOf(article).scrollIntoView({block: "center"});
+    if (window.flowdrop) window.flowdrop.place(article); // j and k go on from the hit
   });
 
   // Arriving at a hit (a snippet's link): the browser has scrolled to the message's top;

@@ -85,6 +85,25 @@ def test_enter_and_shift_enter_go_through_the_hits_of_the_whole_conversation(
     assert still_same_page(page)
 
 
+def test_after_a_search_j_and_k_go_on_from_the_hit(page: Page, live_server: LiveServer) -> None:
+    """The hit is where the reader is: the next message is the one after it, not the first
+    of the messages shown above it."""
+    conversation = store(haystack(300, {120: "a needle here"}))
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    field = page.locator("#conversation-search-q")
+    field.fill("needle")
+    field.press("Enter")
+    expect(page.locator("#m-120")).to_have_class(re.compile(r"\bsearch-hit\b"))
+
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+
+    expect(page.locator("#m-121")).to_be_focused()
+    page.keyboard.press("k")
+    page.keyboard.press("k")
+    expect(page.locator("#m-119")).to_be_focused()
+
+
 def test_a_hit_deep_in_a_long_message_or_in_a_call_s_arguments_is_unfolded_and_in_view(
     page: Page, live_server: LiveServer
 ) -> None:
