@@ -223,6 +223,28 @@ def test_every_page_fits_a_390_px_screen(page: Page, live_server: LiveServer, na
     assert width <= 390, f"{name} scrolls sideways: {width} px"
 
 
+UNBROKEN = "https://example.com/runs/" + "0123456789abcdef" * 16
+"""A title or source of one word (a URL, a path, an id), as the first prompt or the file name
+of an imported log may give: it must wrap, not widen the page."""
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/?q=hello", "/c/{pk}/", "/c/{pk}/history", "/c/{pk}/sendability"]
+)
+@pytest.mark.parametrize("screen", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_title_or_source_of_one_long_word_wraps_on_every_page(
+    page: Page, live_server: LiveServer, path: str, screen: ViewportSize
+) -> None:
+    conversation = store([user("hello"), assistant("c1")], title=UNBROKEN, source=UNBROKEN)
+    page.set_viewport_size(screen)
+    page.goto(f"{live_server.url}{path.format(pk=conversation.pk)}")
+    page.wait_for_load_state("networkidle")
+
+    expect(page.get_by_text(UNBROKEN).first).to_be_visible()
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= screen["width"], f"{path} scrolls sideways: {width} px"
+
+
 def test_the_list_is_stacked_rows_on_a_phone(page: Page, live_server: LiveServer) -> None:
     page.set_viewport_size(PHONE)
     open_page(page, live_server, "list")
