@@ -261,6 +261,24 @@ def test_a_text_only_run_reads_as_plain_messages_with_its_demonstration_marked()
     assert isinstance(state, str)
 
 
+@pytest.mark.parametrize("finished", [0, 2])
+def test_a_retry_agents_file_while_it_runs_is_refused_naming_the_attempt_files(
+    finished: int,
+) -> None:
+    """While a retry agent runs (or once it is killed) its ``.traj`` holds only the attempts
+    it finished, ``{"attempts": [...]}``: the one that was running is in
+    ``attempt_N/<id>.traj`` beside it, and that is the crashed transcript."""
+    document = {"attempts": [fixture("clean.traj") for _ in range(finished)]}
+
+    with pytest.raises(InvalidInput) as refused:
+        detect_source(Source(document=document))
+
+    [problem] = refused.value.problems
+    assert problem.path == "file"
+    assert "SWE-agent retry agent" in problem.message
+    assert "attempt_" in problem.message
+
+
 def test_a_demonstration_file_of_history_alone_is_read() -> None:
     document = {"history": fixture("clean.traj")["history"][1:4]}
 

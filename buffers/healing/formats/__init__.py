@@ -348,10 +348,14 @@ def _family(document: object, *, strict: bool = True) -> str | None:
 def _family_hint(document: object) -> str | None:
     """Why a document that looks like the family's fits none of it, where that can be said
     better than by its keys."""
+    from . import swe_agent
+
     if document == []:
         return "is an empty list, which could be any format"
     if gemini_cli.is_prompt_log(document):
         return gemini_cli.PROMPT_LOG
+    if swe_agent.is_retry_summary(document):
+        return swe_agent.RETRY_SUMMARY
     if not isinstance(document, list) or not all(isinstance(v, dict) for v in document):
         return None
     if all(set(body) & {"messages", "input", "contents"} for body in document):

@@ -45,7 +45,11 @@ failing step with an exit turn that declares nothing (``"Exit due to ..."``) fol
 user observation. The crash shows in ``info.exit_status`` (``exit_environment_error``,
 ``exit_cost``...; ``null`` while running or when killed), kept with ``info``. A history
 cut after a turn that declares a call (a copy taken mid-write, another writer) reads with
-that call unanswered, for the app to show and heal.
+that call unanswered, for the app to show and heal. A retry agent writes its own ``.traj``
+between steps as ``{"attempts": [...]}``, the attempts it finished only (it adds the chosen
+attempt's fields once it is done); the running attempt's trajectory is its own file,
+``attempt_N/<instance>.traj``. So a killed retry run's ``.traj`` is refused, naming those
+files (``RETRY_SUMMARY``): reading a finished attempt in its place would show no crash.
 
 mini-swe-agent writes ``{"info", "messages", "trajectory_format", "instance_id"}``; it is
 read here (its label is still "SWE-agent trajectory"), and the conversation keeps every
@@ -109,6 +113,23 @@ REPLAY_CONFIG_LIMIT = 64 * 1024
 MINI = "mini-swe-agent"
 MINI_V1 = "mini-swe-agent-1"
 SUBMITTED = "Submitted"
+RETRY_SUMMARY = (
+    "is a SWE-agent retry agent's trajectory written while it ran: it holds only the "
+    "attempts it finished, each in full, not the one running when it stopped; that "
+    "attempt's trajectory is attempt_N/<instance>.traj beside it (one per attempt): "
+    "import those"
+)
+
+
+def is_retry_summary(document: object) -> bool:
+    """A retry agent's ``.traj`` as it writes it between steps: ``{"attempts": [...]}``, the
+    finished attempts' trajectories (once it is done it adds the chosen one's fields)."""
+    return (
+        isinstance(document, dict)
+        and document.keys() == {"attempts"}
+        and isinstance(document["attempts"], list)
+        and all(isinstance(attempt, dict) for attempt in document["attempts"])
+    )
 
 
 def fits(source: Source) -> bool:
