@@ -60,6 +60,15 @@ class CallView:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A problem of a message that a provider's refusal names: its label, and the first
+    provider's sentence."""
+
+    label: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class MessageView:
     index: int
     role: str
@@ -79,6 +88,9 @@ class MessageView:
     """The bytes (UTF-8) of the message's text, all parts."""
     folded: bool = False
     """Whether the text is longer than a screen: shown folded, with "Show all"."""
+    refused: list[Refused] = field(default_factory=list)
+    """What some provider refuses in the message itself (an empty turn, a part it does not
+    take), as the summary counts it."""
 
     @property
     def has_markdown(self) -> bool:
@@ -263,6 +275,7 @@ def _views(
     by_index: dict[int, list[healing.Finding]] = {}
     for finding in healing.analyze_window(messages, start, facts):
         by_index.setdefault(finding.index, []).append(finding)
+    refused = selectors.rejected_for(conversation, start, end)
     problem_indexes = sorted({p.declared_at for p in problems})
     return [
         _view(
@@ -272,6 +285,10 @@ def _views(
             by_index.get(index, []),
             just.get(index),
             _next_after(problem_indexes, index),
+            [
+                Refused(healing.verdicts.PROBLEM_LABELS[kind], sentence)
+                for kind, sentence in refused.get(index, {}).items()
+            ],
         )
         for index, message in enumerate(messages, start=start)
     ]
@@ -326,6 +343,7 @@ def _view(
     findings: list[healing.Finding],
     just: str | None,
     next_problem: int | None,
+    refused: list[Refused],
 ) -> MessageView:
     answers = healing.result_call_id(message)
     parts = list(_parts(message.content, message.role))
@@ -349,6 +367,7 @@ def _view(
         facts=message_facts(message.metadata.get("facts")),
         size=sum(len(part.text.encode()) for part in parts),
         folded=sum(_lines(part) for part in parts) > FOLD_LINES,
+        refused=refused,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection
@@ -209,22 +209,48 @@ def next_problem(conversation: Conversation, kind: str, after: int) -> int | Non
 
 
 def _first_of_kind(conversation: Conversation, kind: str, start: int, end: int) -> int | None:
-    context = max(0, start - _CONTEXT)
-    stop = min(conversation.message_count, end + 1)
-    rows = messages_page(conversation, offset=context, limit=stop - context)
-    messages = [row.as_core() for row in rows]
     if kind in healing.verdicts.REJECTION_PROBLEMS:
-        indexes = [
-            r.index + context
-            for provider in healing.verdicts.REJECTION_PROBLEMS[kind]
-            for r in healing.sendability.check(messages, provider).rejections
-            if r.reason == kind
-        ]
+        indexes: Iterable[int] = rejected_for(conversation, start, end, kinds=(kind,))
     else:
-        window = messages[start - context : end - context]
+        window = [
+            row.as_core() for row in messages_page(conversation, offset=start, limit=end - start)
+        ]
         indexes = [
             f.index
             for f in healing.analyze_window(window, start, window_facts(conversation, window))
             if f.kind == kind
         ]
     return min((i for i in indexes if start <= i < end), default=None)
+
+
+def rejected_for(
+    conversation: Conversation, start: int, end: int, *, kinds: Iterable[str] | None = None
+) -> dict[int, dict[str, str]]:
+    """The messages ``start``..``end`` that a provider refuses for a reason that is a problem
+    of the message (``healing.verdicts.REJECTION_PROBLEMS``: an empty turn, a part some
+    provider does not take), each with its kinds and the first provider's sentence for
+    each. Only ``kinds`` (by default, those the stored tally counts: none read when it
+    counts none). The messages are checked in context: from ``_CONTEXT`` before, to one
+    after."""
+    if kinds is None:
+        kinds = [
+            k for k in healing.verdicts.REJECTION_PROBLEMS if conversation.tally.problems.get(k)
+        ]
+    kinds = list(kinds)
+    if not kinds or end <= start:
+        return {}
+    context = max(0, start - _CONTEXT)
+    stop = min(conversation.message_count, end + 1)
+    messages = [
+        row.as_core() for row in messages_page(conversation, offset=context, limit=stop - context)
+    ]
+    verdicts: dict[str, healing.sendability.Verdict] = {}
+    found: dict[int, dict[str, str]] = {}
+    for kind in kinds:
+        for provider in healing.verdicts.REJECTION_PROBLEMS[kind]:
+            if provider not in verdicts:
+                verdicts[provider] = healing.sendability.check(messages, provider, context)
+            for rejection in verdicts[provider].rejections:
+                if rejection.reason == kind and start <= rejection.index < end:
+                    found.setdefault(rejection.index, {}).setdefault(kind, rejection.sentence)
+    return found

@@ -358,6 +358,43 @@ def test_next_of_a_kind_finds_empty_turns_and_unindexed_kinds_far_down() -> None
     assert empty == 802
 
 
+def test_a_message_some_provider_refuses_in_itself_carries_its_badge_on_the_page(
+    client: Client,
+) -> None:
+    """The summary counts empty turns and parts some provider does not take; the message
+    itself says so too, with the provider's sentence, as its other problems do."""
+    file_part = {"file_data": {"mime_type": "image/png", "file_uri": "https://x/files/1"}}
+    conversation = store(
+        [
+            user("hi"),
+            {"role": "user", "content": ""},
+            user("draw"),
+            {"role": "user", "content": [file_part]},
+            {"role": "assistant", "content": "done"},
+        ]
+    )
+
+    page = client.get(f"/c/{conversation.pk}/").text
+
+    def badges(page: str, index: int) -> list[tuple[str, str]]:
+        """The message's other problems' badges: (title, label)."""
+        article = re.search(rf'<article id="m-{index}".*?</article>', page, re.S)
+        assert article, index
+        found = re.findall(r'class="badge badge-finding" title="([^"]+)">([^<]+)<', article[0])
+        return [(title, label) for title, label in found]
+
+    assert [label for _, label in badges(page, 1)] == ["empty turn"]
+    assert [label for _, label in badges(page, 3)] == [
+        "message holding a part some provider does not take"
+    ]
+    assert "the user message at message 1 is empty" in badges(page, 1)[0][0]
+    assert "the user message at message 3 holds a Gemini file_data part" in badges(page, 3)[0][0]
+    assert badges(page, 0) == badges(page, 2) == badges(page, 4) == []
+    far = store([*[user(f"q{n}") for n in range(400)], {"role": "user", "content": ""}])
+    page = client.get(f"/c/{far.pk}/", {"at": 400}).text  # read in context, numbered as stored
+    assert "the user message at message 400 is empty" in badges(page, 400)[0][0]
+
+
 # The list and the API.
 
 

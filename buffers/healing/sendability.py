@@ -135,11 +135,12 @@ class Verdict:
         return f"{self.name} would reject this: {first.sentence}{rest}"
 
 
-def check(messages: Sequence[Message], provider: str) -> Verdict:
-    """The verdict of one provider (one of ``PROVIDERS``) on a stored buffer."""
+def check(messages: Sequence[Message], provider: str, start: int = 0) -> Verdict:
+    """The verdict of one provider (one of ``PROVIDERS``) on a stored buffer; on a stretch
+    of one from its message ``start``, which its rejections then number from."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}: one of {', '.join(PROVIDERS)}")
-    return _check(_read(messages), provider)
+    return _check(_read(messages, start), provider)
 
 
 def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
@@ -148,8 +149,8 @@ def check_all(messages: Sequence[Message]) -> dict[str, Verdict]:
     return {provider: _check(read, provider) for provider in PROVIDERS}
 
 
-def _read(messages: Sequence[Message]) -> Iterator[Read]:
-    for index, message in enumerate(messages):
+def _read(messages: Sequence[Message], start: int = 0) -> Iterator[Read]:
+    for index, message in enumerate(messages, start):
         calls = declared_calls(message)
         yield Read(
             index,
