@@ -71,7 +71,9 @@
     while (walker.nextNode()) nodes.push(walker.currentNode);
     nodes.forEach(function (node) {
       var parent = node.parentElement;
-      if (!parent || parent.closest("header, mark, .raw, button, summary")) return;
+      if (!parent || parent.closest("header, mark, .raw, button")) return;
+      // A call's summary is the page's words but for the tool's name, which is searched.
+      if (parent.closest("summary") && !parent.closest(".call-name")) return;
       var text = node.nodeValue;
       var pieces = null;
       var at = 0;

@@ -217,3 +217,25 @@ def test_a_word_with_combining_marks_is_marked_whole_however_the_page_spells_it(
     expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
     spelled = unicodedata.normalize("NFD", "café")
     expect(page.locator("#m-1 mark.search-word:visible")).to_have_text([spelled])
+
+
+def test_a_hit_on_a_tools_name_marks_the_name_in_its_call_and_only_there(
+    page: Page, live_server: LiveServer
+) -> None:
+    call = {"tool_call_id": "c1", "name": "frobnicate_call", "args": {"n": 1}}
+    turn = {"role": "assistant", "content": "", "metadata": {"tool_calls": [call]}}
+    conversation = store([user("go"), turn, result("c1")])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    field = page.locator("#conversation-search-q")
+
+    field.fill("frobnicate")
+    field.press("Enter")
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+    expect(page.locator("#m-1 mark.search-word:visible")).to_have_text(["frobnicate"])
+
+    field.fill("call")  # in the name, and the page's own "Call" before it
+    field.press("Enter")
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+    expect(page.locator("#m-1 mark.search-word:visible")).to_have_text(["call"])
