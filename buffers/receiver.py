@@ -20,7 +20,6 @@ import zlib
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -100,10 +99,9 @@ def _body(request: HttpRequest) -> bytes:
         sent = 0
     if sent > limit:
         raise too_big
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise too_big from None
+    # Read from the stream, never past the limit: ``request.body`` is held to the API's
+    # limit (DATA_UPLOAD_MAX_MEMORY_SIZE), and a trace request to its own.
+    body = request.read(limit + 1)
     if len(body) > limit:
         raise too_big
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()

@@ -490,6 +490,28 @@ def test_a_body_larger_than_the_limit_is_a_413(client: Client, token: str, setti
 
 
 @pytest.mark.django_db
+def test_a_trace_request_is_held_to_its_own_limit_not_the_apis_body_limit(
+    client: Client, token: str, settings: Any
+) -> None:
+    """FLOWDROP_OTLP_MAX_BYTES is the largest trace request taken: raised past the API's
+    body limit (DATA_UPLOAD_MAX_MEMORY_SIZE, 32 MiB), a request between the two was a 413
+    that named the larger limit, as if it were past it."""
+    body = request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString()
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(body) // 2
+    settings.FLOWDROP_OTLP_MAX_BYTES = len(body) * 2
+
+    response = post(client, body, token)
+
+    assert response.status_code == 200, RpcStatus.FromString(response.content).message
+    assert roles(Conversation.objects.get()) == ["user", "assistant"]
+
+    too_big = post(client, body + body + b"\x0a\x00", token)  # past the trace limit
+
+    assert too_big.status_code == 413
+    assert f"{len(body) * 2:,} bytes" in RpcStatus.FromString(too_big.content).message
+
+
+@pytest.mark.django_db
 def test_another_content_type_is_a_415(client: Client, token: str) -> None:
     response = post(client, b"hello", token, "text/plain")
 
