@@ -7,7 +7,8 @@ An agent's OpenTelemetry exporter, pointed here with an API token, is the whole 
 
 It answers as the OTLP specification says a server does: the request's own encoding
 (protobuf or JSON) back; ``200`` with an ``ExportTraceServiceResponse``, whose
-``partial_success`` counts the spans that could not be read and says why; ``400`` with a
+``partial_success`` counts the spans that could not be read and says why, and warns of
+model calls sent without their messages (content capture off); ``400`` with a
 ``google.rpc.Status`` for a request that cannot be parsed; ``401`` without a valid token;
 ``413`` past the size limit, checked on the body as sent and again as it inflates (a
 small gzip cannot become a large body); ``415`` for another content type. The model calls
@@ -62,18 +63,33 @@ def traces(request: HttpRequest) -> HttpResponse:
 
     calls: list[otlp.ModelCall] = []
     rejected: list[str] = []
+    uncaptured = 0  # model calls exported with content capture off: nothing to store
     for span in decoded.spans:
         read = otlp.model_call(span)
         if isinstance(read, otlp.Refusal):
             rejected.append(read.reason)
         elif read is not None:
             calls.append(read)
+        elif otlp.claims_model_call(span):
+            uncaptured += 1
     done = services.ingest_model_calls(calls, owner=user)
     rejected += [f"span {span}: {why}" for span, why in done.rejected]
     shown = "; ".join(rejected[:10])
     more = f" (and {len(rejected) - 10} more)" if len(rejected) > 10 else ""
-    answer = otlp.export_response(encoding, len(rejected), shown + more if rejected else "")
+    said = [shown + more] if rejected else []
+    if uncaptured:  # a warning (OTLP: a message with no span rejected for it)
+        said.append(_uncaptured(uncaptured))
+    answer = otlp.export_response(encoding, len(rejected), "; ".join(said))
     return HttpResponse(answer, content_type=encoding, status=200)
+
+
+def _uncaptured(spans: int) -> str:
+    what = "1 model call span" if spans == 1 else f"{spans} model call spans"
+    return (
+        f"{what} carried no messages, so nothing of {'it' if spans == 1 else 'them'} was "
+        "stored: turn message capture on in the instrumentation (for the GenAI conventions, "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
+    )
 
 
 def _user(request: HttpRequest) -> Any:

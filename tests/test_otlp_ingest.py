@@ -354,6 +354,44 @@ def test_spans_that_are_not_model_calls_are_counted_out_never_an_error(
 
 
 @pytest.mark.django_db
+def test_model_calls_sent_without_their_messages_are_answered_with_a_warning(
+    client: Client, token: str
+) -> None:
+    """Content capture is off by default in most instrumentations: an agent so set up sent
+    its model calls, got a plain 200 and found nothing stored. The answer says why, as a
+    warning (OTLP's partial_success with no span rejected), and what to turn on."""
+
+    def build(tracer: Tracer) -> None:
+        for _ in range(2):  # a chat span as instrumentations write it with capture off
+            with tracer.start_as_current_span(
+                "chat gpt-4o-mini",
+                attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"},
+            ):
+                pass
+        with tracer.start_as_current_span("GET /orders", attributes={"http.method": "GET"}):
+            pass
+
+    answer = send(client, token, build)
+
+    assert answer.partial_success.rejected_spans == 0
+    warning = answer.partial_success.error_message
+    assert warning.startswith("2 model call spans carried no messages")
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in warning
+    assert not Conversation.objects.exists()
+
+    def with_a_broken_one(tracer: Tracer) -> None:
+        build(tracer)
+        tracer.start_span("chat broken", attributes={"gen_ai.input.messages": "[{]"}).end()
+
+    mixed = send(client, token, with_a_broken_one)
+
+    assert mixed.partial_success.rejected_spans == 1
+    reasons = mixed.partial_success.error_message
+    assert "gen_ai.input.messages" in reasons
+    assert "2 model call spans carried no messages" in reasons
+
+
+@pytest.mark.django_db
 def test_a_rewritten_history_branches_into_a_conversation_that_says_where(
     client: Client, token: str
 ) -> None:
