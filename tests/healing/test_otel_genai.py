@@ -268,6 +268,25 @@ def test_an_otlp_log_export_reads_each_call_once_where_the_next_sends_its_histor
     assert (found.entries, found.unit, found.skipped) == (8, "event", [])
 
 
+def test_a_log_export_that_holds_its_records_twice_reads_each_once() -> None:
+    """OTLP delivers at least once: a batch an exporter sent again after a retry is written
+    again by the collector's file exporter. A record that repeats one read before in every
+    respect (its trace, span, time, event, body and attributes) is that resend: it was read
+    into the span's model call a second time, which then sent its history twice, and the
+    next call, finding no such history, started a second conversation."""
+    text = (OWN / "log-events.jsonl").read_text()
+    lines = text.splitlines()
+    resent = "\n".join([*lines, *lines])
+
+    found = read(parse_lines(resent))
+
+    assert found.conversations == reading("log-events.jsonl").conversations
+    assert len(found.skipped) == 8
+    first = found.skipped[0]
+    assert first.where.startswith(f"line {len(lines) + 1}: resourceLogs[0]")
+    assert "repeats line 1: resourceLogs[0]" in first.why
+
+
 def test_console_exporter_records_read_once_split_into_values() -> None:
     path = OWN / "log-events-console.json"
     split = parse_values(path.read_text())

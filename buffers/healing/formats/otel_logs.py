@@ -39,7 +39,9 @@ id, its last call's span id, the resource, scope and attributes of its first rec
 Skipped, each with where it is: log records that are not GenAI events (HTTP logs...),
 trace and metric exports inside a log file, what stands where a resource's, a scope's
 or a record's object should, a details event without messages, a model call whose
-message lists are empty. A log or trace export
+message lists are empty, and a record that repeats an earlier one in every respect (trace,
+span, time, event, body and attributes: OTLP delivers at least once, so an exporter's retry
+writes a batch again). A log or trace export
 without GenAI content is refused in one sentence, not line by line. What is wrong inside
 an event is refused at its place (``line 1: resourceLogs[0]...logRecords[3].body.id``).
 """
@@ -147,6 +149,7 @@ DETAILS_WITHOUT_MESSAGES = (
     "(was content capture off?)"
 )
 CALL_WITHOUT_MESSAGES = "is a model call whose input and output hold no message"
+REPEATED = "is a record sent again (an exporter's retry): it repeats"
 
 
 def is_log(value: object) -> bool:
@@ -428,6 +431,28 @@ def calls_by_trace(records: list[Record]) -> dict[str, list[ModelCall]]:
             calls_made.sort(key=lambda call: call.records[0].moment or 0)
         ordered[trace] = calls_made
     return ordered
+
+
+def without_repeats(records: list[Record], skipped: list[Skipped]) -> list[Record]:
+    """The records less each that repeats an earlier one in every respect: its trace, span,
+    time, event, body and attributes (OTLP delivers at least once, and a batch an exporter
+    sent again is written again). Each repeat is named among ``skipped``. A record without
+    a span or a time is kept: two such records may be two messages alike."""
+    first: dict[object, Record] = {}
+    kept: list[Record] = []
+    for record in records:
+        if record.span and record.time is not None:
+            key = canonical(
+                [record.trace, record.span, record.time, record.name, record.body,
+                 record.attributes]
+            )  # fmt: skip
+            earlier = first.setdefault(key, record)
+            if earlier is not record:
+                where = place_of(earlier.where)
+                skipped.append(Skipped(place_of(record.where), f"{REPEATED} {where}"))
+                continue
+        kept.append(record)
+    return kept
 
 
 def canonical(value: object) -> object:
@@ -820,7 +845,8 @@ def read_logs(source: Source, entries: list[Entry]) -> Reading:
     problems = Problems()
     conversations: list[Converted] = []
     left_out = len(skipped)
-    for calls in calls_by_trace(found.records).values():
+    records = without_repeats(found.records, skipped)
+    for calls in calls_by_trace(records).values():
         for thread in read_trace(calls, problems, skipped):
             conversations.append(conversation_of(thread, problems))
     problems.raise_if_any()
