@@ -60,7 +60,9 @@ def change_owner(
     owner already holds a conversation under its storage identity (``key_taken_by``)."""
     with transaction.atomic():
         locked = (
-            Conversation.objects.select_for_update().select_related("owner").get(pk=conversation.pk)
+            Conversation.objects.select_for_update(of=("self",))
+            .select_related("owner")
+            .get(pk=conversation.pk)
         )
         old = locked.owner
         if (old.pk if old is not None else None) == (owner.pk if owner is not None else None):
