@@ -57,6 +57,68 @@
     }
   }
 
+  // A write redraws the loaded messages: each keeps how the reader left it ("As text", all of
+  // it shown, its calls and raw JSON opened), at its index after the rows the write put in
+  // before it (healed placeholders go in mid-buffer).
+  var leftAs = null;
+
+  function viewOf(message) {
+    var showAll = message.querySelector("button.show-all");
+    return {
+      index: Number(message.id.slice(2)),
+      asText: message.classList.contains("as-text"),
+      unfolded: Boolean(showAll && showAll.getAttribute("aria-expanded") === "true"),
+      opened: Array.prototype.map.call(message.querySelectorAll("details"), function (d) {
+        return d.open;
+      })
+    };
+  }
+
+  function restore(message, view) {
+    var asText = message.querySelector("button.as-text");
+    if (view.asText && asText && !message.classList.contains("as-text")) toggleText(asText, message);
+    var showAll = message.querySelector("button.show-all");
+    if (view.unfolded && showAll && showAll.getAttribute("aria-expanded") !== "true") {
+      toggleFold(showAll, message);
+    }
+    message.querySelectorAll("details").forEach(function (details, n) {
+      if (view.opened[n]) details.open = true;
+    });
+  }
+
+  function isMessages(element) {
+    return Boolean(element && element.id === "messages");
+  }
+
+  // The index a message of the page before the write has now: one more for each row the
+  // write inserted at or before it (``inserted``: their new indexes, in order).
+  function shifted(index, inserted) {
+    inserted.forEach(function (at) { if (at <= index) index += 1; });
+    return index;
+  }
+
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    var used = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!used || !used.matches || !used.matches(".append-form")) return;
+    if (!event.detail.shouldSwap || !isMessages(event.detail.target)) return; // refused: a form redrawn
+    leftAs = Array.prototype.map.call(document.querySelectorAll("#messages .message"), viewOf);
+  });
+
+  // After the settle: htmx gives a swapped element of the same id its new attributes then.
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    if (!leftAs || !isMessages(event.detail.target)) return;
+    var views = leftAs;
+    leftAs = null;
+    var inserted = Array.prototype.map.call(
+      document.querySelectorAll("#messages .message.just-inserted"),
+      function (message) { return Number(message.id.slice(2)); }
+    ).sort(function (a, b) { return a - b; });
+    views.forEach(function (view) {
+      var message = document.getElementById("m-" + shifted(view.index, inserted));
+      if (message) restore(message, view);
+    });
+  });
+
   document.addEventListener("click", function (event) {
     var button = event.target.closest && event.target.closest(".message button");
     if (!button) return;

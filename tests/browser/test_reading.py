@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib.resources import files
 
 import pytest
@@ -153,6 +154,35 @@ def test_messages_swapped_in_by_htmx_have_working_buttons(
     expect(sent.locator(".md strong")).to_have_text("Bold")
     sent.get_by_role("button", name="As text").click()
     expect(sent.locator(".part-md > .text")).to_have_text("**Bold** move")
+
+
+def test_a_write_keeps_how_the_reader_left_each_message_where_rows_came_in_before_it(
+    page: Page, live_server: LiveServer
+) -> None:
+    """A user turn redraws the loaded messages, and healing puts a row in before those
+    the reader opened: each still shows as it was left, at its new index."""
+    turn = {"role": "assistant", "content": MARKDOWN, "metadata": {"facts": FACTS}}
+    conversation = store([user("go"), assistant("lost"), turn, assistant("c1"), result("c1", LONG)])
+    page.set_viewport_size(SCREEN)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    page.locator("#m-2").get_by_role("button", name="As text").click()
+    page.locator("#m-3 .calls summary").click()
+    page.locator("#m-4").get_by_role("button", name="Show all (50 KB)").click()
+
+    page.get_by_label("Your turn").fill("still there?")
+    page.get_by_role("button", name="Send user turn").click()
+
+    expect(page.locator("#m-2.just-inserted")).to_have_count(1)  # the healed placeholder
+    expect(page.locator("#m-3").get_by_role("button", name="As text")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    expect(page.locator("#m-3")).to_have_class(re.compile(r"\bas-text\b"))
+    expect(page.locator("#m-4 .calls details")).to_have_attribute("open", "")
+    expect(page.locator("#m-5").get_by_role("button", name="Fold")).to_have_attribute(
+        "aria-expanded", "true"
+    )
+    expect(page.locator("#m-5 .content")).not_to_have_class(re.compile("is-folded"))
+    expect(page.locator("#m-6")).not_to_have_class(re.compile(r"\bas-text\b"))
 
 
 def test_a_page_of_formatted_messages_is_axe_clean(page: Page, live_server: LiveServer) -> None:
