@@ -323,6 +323,13 @@
     openMessage(index); // a link followed: focus it; or open its window; or say it is not there
   }
   window.addEventListener("hashchange", openLinkedMessage);
+  // Back or Forward to an address that differs from this one in more than its hash (a
+  // window opened in place names itself, ?at=N) brings no hashchange. Where one follows
+  // too, the second call finds the message shown, or its window already asked for.
+  // htmx restores its own entries.
+  window.addEventListener("popstate", function (event) {
+    if (!(event.state && event.state.htmx)) openLinkedMessage(event);
+  });
   document.addEventListener("DOMContentLoaded", function () {
     openLinkedMessage(null);
     // ?at=N past the end opens the last page: say that message N is not there.

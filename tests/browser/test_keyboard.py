@@ -223,3 +223,30 @@ def test_a_message_past_the_end_says_there_is_no_such_message(
     )
     expect(page.locator("#jump-notice")).to_have_attribute("role", "status")
     expect(page.locator("#m-4")).to_be_attached()
+
+
+def test_back_after_an_address_opened_a_message_elsewhere_shows_the_message_it_names(
+    page: Page, live_server: LiveServer
+) -> None:
+    """Typed into the address bar: #m-N of a loaded message, then of one far off, whose
+    window opens in place (the address then names that window). Back names the first
+    message again, and shows it, though no hashchange comes (the query changed too)."""
+    conversation = store([user(f"message {n}") for n in range(300)])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    mark_page(page)
+    near = page.locator("#messages .message").first.get_attribute("id")
+    assert near is not None
+    far = "m-150"
+    expect(page.locator(f"#{far}")).to_have_count(0)
+
+    page.evaluate(f"window.location.hash = '#{near}'")
+    page.evaluate(f"window.location.hash = '#{far}'")
+    expect(page.locator(f"#{far}")).to_be_focused()
+    expect(page.locator(f"#{near}")).to_have_count(0)
+
+    page.go_back()
+
+    expect(page).to_have_url(re.compile(f"#{near}$"))
+    expect(page.locator(f"#{near}")).to_be_in_viewport()
+    expect(page.locator(f"#{near}")).to_have_class(re.compile(r"\bis-target\b"))
+    assert still_same_page(page)
