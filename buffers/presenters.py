@@ -132,6 +132,9 @@ class Window:
     messages: list[MessageView] = field(default_factory=list)
     stop: int = -1
     tail: list[MessageView] = field(default_factory=list)
+    inserted: list[int] = field(default_factory=list)
+    """The indexes of the rows the write just made put in, on the page or not (reading.js
+    moves each loaded message's state past them)."""
 
     def __post_init__(self) -> None:
         if self.stop < 0:
@@ -240,7 +243,8 @@ def window(
         end, stop = count, count
     views = _views(conversation, start, end, just or {}, problems)
     tail = _views(conversation, stop, count, just or {}, problems) if stop < count else []
-    return Window(conversation, start, end, views, stop, tail)
+    inserted = sorted(index for index, how in (just or {}).items() if how == "inserted")
+    return Window(conversation, start, end, views, stop, tail, inserted)
 
 
 def page(

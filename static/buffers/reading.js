@@ -91,7 +91,8 @@
   }
 
   // The index a message of the page before the write has now: one more for each row the
-  // write inserted at or before it (``inserted``: their new indexes, in order).
+  // write inserted at or before it (``inserted``: their new indexes, in order, from the
+  // server: the page may not show them).
   function shifted(index, inserted) {
     inserted.forEach(function (at) { if (at <= index) index += 1; });
     return index;
@@ -109,10 +110,9 @@
     if (!leftAs || !isMessages(event.detail.target)) return;
     var views = leftAs;
     leftAs = null;
-    var inserted = Array.prototype.map.call(
-      document.querySelectorAll("#messages .message.just-inserted"),
-      function (message) { return Number(message.id.slice(2)); }
-    ).sort(function (a, b) { return a - b; });
+    // All of them, loaded or not: a row put in before the window moves it too.
+    var written = document.querySelector("#messages .rows-inserted");
+    var inserted = written ? written.getAttribute("data-indexes").split(" ").map(Number) : [];
     views.forEach(function (view) {
       var message = document.getElementById("m-" + shifted(view.index, inserted));
       if (message) restore(message, view);

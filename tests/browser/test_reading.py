@@ -237,3 +237,27 @@ def test_a_wide_markdown_table_scrolls_in_its_own_box_not_the_page_on_a_phone(
     violations = page.evaluate("axe.run('#messages').then(results => results.violations)")
     serious = [v["id"] for v in violations if v["impact"] in ("serious", "critical")]
     assert serious == []
+
+
+def test_a_write_keeps_each_message_as_left_when_healing_put_a_row_in_before_the_window(
+    page: Page, live_server: LiveServer
+) -> None:
+    """The reader opened the buffer further on (?at=): the row healing puts in for the
+    unanswered call near the start is not on the page, but every loaded message moved on
+    one index all the same; each keeps how it was left, not its neighbour's."""
+    turns = [
+        {"role": "assistant", "content": f"Turn {n}: **bold**", "metadata": {}} for n in range(120)
+    ]
+    conversation = store([user("go"), assistant("lost"), *turns])
+    page.set_viewport_size(SCREEN)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=100#m-100")
+    page.locator("#m-100").get_by_role("button", name="As text").click()
+    expect(page.locator("#m-2")).to_have_count(0)  # the row healing writes is not loaded
+
+    page.get_by_label("Your turn").fill("still there?")
+    page.get_by_role("button", name="Send user turn").click()
+
+    expect(page.locator("#m-123.just-inserted")).to_have_count(1)  # the turn sent
+    expect(page.locator("#m-101 .content")).to_contain_text("Turn 98")
+    expect(page.locator("#m-101")).to_have_class(re.compile(r"\bas-text\b"))
+    expect(page.locator("#m-100")).not_to_have_class(re.compile(r"\bas-text\b"))
