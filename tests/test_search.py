@@ -518,6 +518,18 @@ def test_a_title_is_found_by_its_own_text_as_a_message_is(title: str) -> None:
     assert found(title) == {title, "in a message"}
 
 
+def test_a_greek_word_is_one_word_whichever_sigma_its_lowering_ends_in() -> None:
+    """Python lowers a capital sigma by what follows it: "ΟΔΟΣ.COM" to "οδοσ.com" (a
+    letter after the dot), "ΟΔΟΣ" alone to "οδος". SQLite's tokenizer folds the two sigmas
+    together; PostgreSQL compares the words as made."""
+    store([user("ΟΔΟΣ.COM")], title="a domain")
+    store([user("nothing here")], title="ΟΔΟΣ.COM")
+    store([user("η οδος")], title="typed small")
+
+    assert found("ΟΔΟΣ") == {"a domain", "ΟΔΟΣ.COM", "typed small"}
+    assert found("οδοσ") == {"a domain", "ΟΔΟΣ.COM", "typed small"}
+
+
 def test_a_long_message_is_searchable_far_into_its_text() -> None:
     conversation = store([user("word " * 30_000 + "needle " + "word " * 10_000)])
 

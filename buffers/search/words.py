@@ -57,6 +57,14 @@ def nfc(text: str) -> str:
     return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
+def _lowered(text: str) -> str:
+    """``text`` composed and lowercased, with one sigma: Python lowers a capital sigma to
+    the final form or not by what follows it ("ΟΔΟΣ" to "οδος", "ΟΔΟΣ.COM" to "οδοσ.com"),
+    so one word would be two, found by one spelling alone on PostgreSQL (SQLite's tokenizer
+    folds the two, its check of each conversation does not)."""
+    return nfc(text).lower().replace("\u03c2", "\u03c3")  # final sigma, sigma
+
+
 MAX_WORD = 200
 """Longer words (base64, minified code) are not indexed: PostgreSQL takes 2,047 bytes."""
 
@@ -119,7 +127,7 @@ def words_of(text: str) -> str:
         if len(text) > MAX_WORD:
             found = {w for w in found if len(w) <= MAX_WORD}
         return b" ".join(found).decode()
-    words = set(_words().findall(nfc(text).lower()))
+    words = set(_words().findall(_lowered(text)))
     if len(text) > MAX_WORD:
         words = {w for w in words if len(w) <= MAX_WORD}
     joined = " ".join(words)
@@ -176,7 +184,7 @@ def clean(query: str | None) -> str:
 def terms(query: str) -> list[str]:
     """The words of a query, as ``words_of`` reads text, in their order, at most
     ``MAX_TERMS``; a word too long to be indexed is kept (it then finds nothing)."""
-    return list(dict.fromkeys(_words().findall(nfc(clean(query)).lower())))[:MAX_TERMS]
+    return list(dict.fromkeys(_words().findall(_lowered(clean(query)))))[:MAX_TERMS]
 
 
 def is_prefix(term: str) -> bool:
