@@ -177,10 +177,13 @@ _CONTEXT = 64
 """Messages read before each stretch, so that its first turns are checked in context."""
 
 
-def next_problem(conversation: Conversation, kind: str, after: int) -> int | None:
+def next_problem(
+    conversation: Conversation, kind: str, after: int, *, round_the_end: bool = True
+) -> int | None:
     """The index of the first message after ``after`` with a problem of ``kind`` (a kind of
     ``healing.verdicts.PROBLEM_LABELS``), going round to the buffer's start when there is
-    none after it; None when the buffer holds none (its stored counts say so, unread).
+    none after it (unless not ``round_the_end``); None when the buffer holds none (its
+    stored counts say so, unread).
 
     Unanswered calls and placeholders are found by the index; other kinds by reading the
     buffer a stretch at a time from ``after``: the cost is the distance to the next one."""
@@ -192,15 +195,18 @@ def next_problem(conversation: Conversation, kind: str, after: int) -> int | Non
         calls = DeclaredCall.objects.filter(conversation=conversation, answered=False)
         found = calls.annotate(index=position).order_by("index").values_list("index", flat=True)
         later = found.filter(index__gt=after).first()
-        return later if later is not None else found.first()
+        return later if later is not None or not round_the_end else found.first()
     if kind == "healed_placeholder":
         rows = Message.objects.filter(conversation=conversation, is_placeholder=True)
         indexes = (
             rows.annotate(index=BUFFER_INDEX).order_by("index").values_list("index", flat=True)
         )
         later = indexes.filter(index__gt=after).first()
-        return later if later is not None else indexes.first()
-    for start, end in ((after + 1, conversation.message_count), (0, after + 1)):
+        return later if later is not None or not round_the_end else indexes.first()
+    stretches = [(after + 1, conversation.message_count)]
+    if round_the_end:
+        stretches.append((0, after + 1))
+    for start, end in stretches:
         for first in range(start, end, _SCAN):
             found_at = _first_of_kind(conversation, kind, first, min(end, first + _SCAN))
             if found_at is not None:

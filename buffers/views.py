@@ -285,14 +285,20 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @vary_on_headers("HX-Request", "Accept")
 def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The next message with a problem of one kind after ``from`` (round the end of the
-    buffer): for the page's script, its index as JSON (it opens it in place); without
-    JavaScript, the page opened there."""
+    buffer, unless ``round=no``: u asks of every kind, and wants none before its place):
+    for the page's script, its index as JSON (it opens it in place); without JavaScript,
+    the page opened there."""
     conversation = _visible(request, pk)
     kind = request.GET.get("kind", "")
     if kind not in healing.verdicts.PROBLEM_LABELS:
         return HttpResponseBadRequest(f"Unknown kind of problem {kind!r}.")
     after = _int(request.GET.get("from"))
-    index = selectors.next_problem(conversation, kind, -1 if after is None else after)
+    index = selectors.next_problem(
+        conversation,
+        kind,
+        -1 if after is None else after,
+        round_the_end=request.GET.get("round") != "no",
+    )
     if request.htmx or request.headers.get("Accept") == "application/json":
         return JsonResponse({"kind": kind, "index": index})
     url = reverse("buffers:conversation", args=[pk])

@@ -335,6 +335,35 @@ def test_next_of_a_kind_goes_to_the_next_one_after_the_readers_place_and_round(
     assert next_of("no_such_kind", 0).status_code == 400
 
 
+def test_next_of_a_kind_after_the_readers_place_only_reads_nothing_before_it(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """u asks of every kind at once for the next after the reader's place (round=no): a kind
+    found only before it is None, and the buffer before the place is not read for it."""
+    messages = [user("hi"), result("o1"), *(user(f"turn {n}") for n in range(1_200))]
+    conversation = store(messages)
+    read: list[tuple[int, int]] = []
+    first_of_kind = selectors._first_of_kind
+
+    def reading(conversation: Any, kind: str, start: int, end: int) -> int | None:
+        read.append((start, end))
+        return first_of_kind(conversation, kind, start, end)
+
+    monkeypatch.setattr(selectors, "_first_of_kind", reading)
+    answer = client.get(
+        f"/c/{conversation.pk}/next",
+        {"kind": "orphan_result", "from": "600", "round": "no"},
+        headers={"HX-Request": "true"},
+    )
+
+    assert answer.json() == {"kind": "orphan_result", "index": None}
+    assert read
+    assert min(start for start, _ in read) == 601
+    read.clear()
+    assert selectors.next_problem(conversation, "orphan_result", 600) == 1  # round, by default
+    assert (0, 500) in read
+
+
 def test_next_of_a_kind_without_javascript_opens_the_page_there(client: Client) -> None:
     conversation = store([user("hi"), assistant("c1"), user("and?"), assistant("c2")])
 

@@ -200,10 +200,11 @@
   }
 
   // The next message with a problem of a kind after ``from``, as the server says (round the
-  // end of the buffer): a promise of its index, or null.
-  function askNextOfKind(link, from) {
+  // end of the buffer, unless ``afterOnly``): a promise of its index, or null.
+  function askNextOfKind(link, from, afterOnly) {
     var url = new URL(link.href, window.location.href);
     url.searchParams.set("from", String(from));
+    if (afterOnly) url.searchParams.set("round", "no");
     return fetch(url.href, {headers: {Accept: "application/json"}, credentials: "same-origin"})
       .then(function (response) {
         if (!response.ok) throw new Error(String(response.status));
@@ -248,11 +249,12 @@
     }
     asking = true;
     Promise.all(kinds.map(function (link) {
-      return askNextOfKind(link, from).catch(function () { return null; });
+      // After the reader's place only: a kind found only before it costs the server a
+      // read of the whole buffer, for an answer u does not take.
+      return askNextOfKind(link, from, true).catch(function () { return null; });
     })).then(function (found) {
       asking = false;
       found.forEach(function (index) {
-        // An index at or before the reader's place came round the end: not after it.
         if (index !== null && index > from && (best === null || index < best)) best = index;
       });
       land();
