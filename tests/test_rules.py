@@ -313,6 +313,23 @@ def test_a_result_later_in_the_same_batch_replaces_the_placeholder_that_batch_in
     assert report.appended == 1
 
 
+@pytest.mark.rule("MEM-10")
+@pytest.mark.parametrize("stored", [True, False], ids=["stored placeholder", "same batch"])
+def test_a_replacing_result_that_says_healed_false_leaves_no_healed_key_behind(
+    make_buffer: Any, stored: bool
+) -> None:
+    """MEM-10: "the healed marking is removed with it". The slot holds no ``healed`` key at
+    all, not ``healed: false``, whatever the real result said of it (a client that spells
+    the flag out on every result)."""
+    buffer = make_buffer([assistant("c1"), placeholder("c1")] if stored else [assistant("c1")])
+    spelled_out = {"role": "tool", "content": "Found 3 cats", "tool_call_id": "c1", "healed": False}
+
+    report = buffer.append([spelled_out] if stored else [user("hi"), spelled_out])
+
+    assert [(r.index, r.tool_call_id) for r in report.replaced] == [(1, "c1")]
+    assert buffer.stored()[1] == result("c1", "Found 3 cats")
+
+
 # MEM-14
 
 

@@ -279,12 +279,13 @@ class _Planner:
         elif not holder_is_placeholder:
             self.drop(index, "duplicate_result", call_id, holder)
         elif isinstance(holder, ResultSlot):
+            message = _unmarked(message)
             self.replaced_stored[holder.position] = message
             self.held[call_id] = ResultSlot(holder.position, placeholder=False)
             self.replaced.append((holder.position, call_id))
             self.outcomes.append((index, "replaced", holder.position, None))
         else:
-            holder.message = message
+            holder.message = _unmarked(message)
             self.replaced.append((holder, call_id))
             self.outcomes.append((index, "replaced", holder, None))
 
@@ -403,6 +404,16 @@ class _Planner:
             placeholders_delta=placeholders_delta,
             report=report,
         )
+
+
+def _unmarked(message: Message) -> Message:
+    """A real result as it replaces a placeholder: "the healed marking is removed with it"
+    (MEM-10), so a ``healed`` key it carries (only ever false here: one marked healed never
+    replaces) is not kept in the slot."""
+    if "healed" not in message.metadata:
+        return message
+    metadata = {key: value for key, value in message.metadata.items() if key != "healed"}
+    return message.model_copy(update={"metadata": metadata})
 
 
 def plan_append(facts: BufferFacts, batch: Sequence[Message]) -> AppendPlan:
