@@ -206,6 +206,15 @@ def test_a_snippet_marks_a_decomposed_word_found_by_its_composed_spelling() -> N
     assert "<mark>café</mark>" in hit.snippet.html
 
 
+def test_a_snippet_marks_a_word_with_a_dotted_capital_i_found_by_its_own_spelling() -> None:
+    # Python lowers 'İ' to 'i' and a combining dot, which no case-blind match takes back.
+    conversation = store([user("Trip to İstanbul today")])
+
+    (hit,) = search.first_hits([conversation.pk], search.terms("İstanbul")).values()
+
+    assert "<mark>İstanbul</mark>" in hit.snippet.html
+
+
 def test_words_that_are_operators_in_a_query_language_are_only_words() -> None:
     conversation = store([user("this AND that"), user("NOT near OR far"), user("plain")])
 

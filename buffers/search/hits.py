@@ -320,7 +320,13 @@ def _pattern(words: Sequence[str]) -> re.Pattern[str] | None:
         return None
     letter = word_character()
     alternatives = [
-        re.escape(w) + (f"{letter}*" if is_prefix(w) else f"(?!{letter})")
+        _spelled(w) + (f"{letter}*" if is_prefix(w) else f"(?!{letter})")
         for w in sorted(words, key=len, reverse=True)
     ]
     return re.compile(f"(?<!{letter})(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+
+
+def _spelled(word: str) -> str:
+    """A pattern of ``word`` as text may spell it, case aside: Python lowers 'İ' to 'i' and a
+    combining dot, which no case-blind match takes back to 'İ'."""
+    return re.escape(word).replace("i\u0307", "(?:i\u0307|\u0130)")

@@ -45,7 +45,10 @@
   function wordsPattern(words) {
     var alternatives = words.map(function (word) {
       // The server reads text composed (NFC); a page's text may be decomposed.
-      var spellings = [word.normalize("NFC"), word.normalize("NFD")].map(escapeRegExp);
+      var spellings = [word.normalize("NFC"), word.normalize("NFD")].map(function (spelling) {
+        // 'İ' lowered is 'i' and a combining dot, which no case-blind match takes back.
+        return escapeRegExp(spelling).replace(/i\u0307/g, "(?:i\u0307|\u0130)");
+      });
       var either = "(?:" + spellings.join("|") + ")";
       return either + (word.length >= 2 ? WORD + "*" : "(?!" + WORD + ")");
     });

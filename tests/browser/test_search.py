@@ -201,7 +201,13 @@ def test_the_list_finds_a_conversation_by_a_word_only_a_message_holds_and_lands_
 def test_a_word_with_combining_marks_is_marked_whole_however_the_page_spells_it(
     page: Page, live_server: LiveServer
 ) -> None:
-    conversation = store([user("हिन्दी पाठ"), user(unicodedata.normalize("NFD", "un café"))])
+    conversation = store(
+        [
+            user("हिन्दी पाठ"),
+            user(unicodedata.normalize("NFD", "un café")),
+            user("Trip to İstanbul"),
+        ]
+    )
     page.goto(f"{live_server.url}/c/{conversation.pk}/")
     field = page.locator("#conversation-search-q")
 
@@ -217,6 +223,12 @@ def test_a_word_with_combining_marks_is_marked_whole_however_the_page_spells_it(
     expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
     spelled = unicodedata.normalize("NFD", "café")
     expect(page.locator("#m-1 mark.search-word:visible")).to_have_text([spelled])
+
+    field.fill("İstanbul")  # its word lowered is 'i' and a combining dot
+    field.press("Enter")
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+    expect(page.locator("#m-2 mark.search-word:visible")).to_have_text(["İstanbul"])
 
 
 def test_a_hit_on_a_tools_name_marks_the_name_in_its_call_and_only_there(
