@@ -83,12 +83,21 @@ def traces(request: HttpRequest) -> HttpResponse:
     return HttpResponse(answer, content_type=encoding, status=200)
 
 
+CAPTURE_ON_SPANS = (
+    "OpenTelemetry's GenAI instrumentations: OTEL_SEMCONV_STABILITY_OPT_IN="
+    "gen_ai_latest_experimental and OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="
+    "SPAN_ONLY; their earlier releases take true, and send the messages as log events, "
+    "which this receiver does not read"
+)
+"""How the instrumentations most agents use put the messages on their spans."""
+
+
 def _uncaptured(spans: int) -> str:
     what = "1 model call span" if spans == 1 else f"{spans} model call spans"
     return (
         f"{what} carried no messages, so nothing of {'it' if spans == 1 else 'them'} was "
-        "stored: turn message capture on in the instrumentation (for the GenAI conventions, "
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
+        "stored: turn message capture on in the instrumentation, with the messages on the "
+        f"spans ({CAPTURE_ON_SPANS})"
     )
 
 

@@ -376,7 +376,7 @@ def test_model_calls_sent_without_their_messages_are_answered_with_a_warning(
     assert answer.partial_success.rejected_spans == 0
     warning = answer.partial_success.error_message
     assert warning.startswith("2 model call spans carried no messages")
-    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in warning
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY" in warning
     assert not Conversation.objects.exists()
 
     def with_a_broken_one(tracer: Tracer) -> None:
