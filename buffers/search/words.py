@@ -192,8 +192,8 @@ def is_prefix(term: str) -> bool:
 
 
 def pg_query(words: Sequence[str]) -> str:
-    """A tsquery literal (read as is: no parser, no dictionary): words are letters and
-    digits only, so nothing in them is tsquery syntax."""
+    """A tsquery literal (read as is: no parser, no dictionary): words are letters, digits
+    and combining marks only, so nothing in them is tsquery syntax."""
     return " & ".join(f"'{w}':*" if is_prefix(w) else f"'{w}'" for w in words)
 
 
