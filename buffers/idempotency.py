@@ -81,7 +81,7 @@ def _user(request: HttpRequest) -> Any:
     the caller (the bearer token's user, else the signed-in session's, so a session sent
     with a token that stands for nobody still keys its writes); for the inspector's forms,
     the session's."""
-    if request.path_info.startswith("/api/"):
+    if resolve(request.path_info).view_name.startswith("api:"):  # a write _key resolved
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and (
             found := access.user_for_request_token(request, token.strip())
