@@ -100,6 +100,10 @@
   // delta, url}. One at a time.
   var pending = null;
 
+  // The address's query of the window on the page (?at=N, or none): a window opened in
+  // place names itself, and Back to an address without #m-N shows the window it names.
+  var windowSearch = window.location.search;
+
   // Message ``index``: there if loaded, else the window around it (the page ?at=index, its
   // messages swapped in by htmx), else a notice when the buffer has no such message.
   function openMessage(index) {
@@ -120,7 +124,7 @@
       return;
     }
     if (!box || pending) return;
-    pending = {elt: box, index: index, url: path + "#m-" + index};
+    pending = {elt: box, index: index, url: path + "#m-" + index, search: "?at=" + index};
     window.htmx.ajax("GET", path, {
       source: box, target: box, select: "#messages", swap: "outerHTML", selectOOB: "#window-range"
     });
@@ -330,7 +334,20 @@
   // too, the second call finds the message shown, or its window already asked for.
   // htmx restores its own entries.
   window.addEventListener("popstate", function (event) {
-    if (!(event.state && event.state.htmx)) openLinkedMessage(event);
+    if (event.state && event.state.htmx) return;
+    if (/^#m-\d+$/.test(window.location.hash)) {
+      openLinkedMessage(event);
+      return;
+    }
+    // An address that names no message but another window (the one the page opened at):
+    // that window, as a reload of the address would show it.
+    var box = messagesBox();
+    var search = window.location.search;
+    if (!box || !window.htmx || pending || search === windowSearch) return;
+    pending = {elt: box, index: -1, search: search};
+    window.htmx.ajax("GET", window.location.pathname + search, {
+      source: box, target: box, select: "#messages", swap: "outerHTML", selectOOB: "#window-range"
+    });
   });
   document.addEventListener("DOMContentLoaded", function () {
     openLinkedMessage(null);
@@ -508,6 +525,7 @@
     var done = pending;
     pending = null;
     if (done.url) history.replaceState(history.state, "", done.url);
+    if (done.search !== undefined) windowSearch = done.search;
     var article = loadedMessage(done.index);
     if (!article && done.delta) {
       // The page loaded did not reach it (a gap longer than a page): the neighbour in order.

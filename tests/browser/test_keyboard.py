@@ -250,3 +250,27 @@ def test_back_after_an_address_opened_a_message_elsewhere_shows_the_message_it_n
     expect(page.locator(f"#{near}")).to_be_in_viewport()
     expect(page.locator(f"#{near}")).to_have_class(re.compile(r"\bis-target\b"))
     assert still_same_page(page)
+
+
+def test_back_to_the_address_the_page_opened_at_shows_its_window_again(
+    page: Page, live_server: LiveServer
+) -> None:
+    """#m-N of a far message typed into the address bar opens its window in place; Back to
+    the address the page opened at (no #m-N) shows the window that address names, as a
+    reload of it would, not the far one."""
+    conversation = store([user(f"message {n}") for n in range(300)])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    mark_page(page)
+    first = page.locator("#messages .message").first.get_attribute("id")
+    assert first is not None
+
+    page.evaluate("window.location.hash = '#m-150'")
+    expect(page.locator("#m-150")).to_be_focused()
+    expect(page.locator(f"#{first}")).to_have_count(0)
+
+    page.go_back()
+
+    expect(page).to_have_url(f"{live_server.url}/c/{conversation.pk}/")
+    expect(page.locator(f"#{first}")).to_be_attached()
+    expect(page.locator("#m-150")).to_have_count(0)
+    assert still_same_page(page)
