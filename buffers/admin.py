@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -143,6 +144,28 @@ class ConversationForm(forms.ModelForm[Conversation]):
         return cleaned
 
 
+@dataclass(frozen=True)
+class _Shares:
+    """An inline of shares as the sharing service changes them: the row's field and the
+    model it names, the service's pair, and the service's keyword for who."""
+
+    field: str
+    model: type[User] | type[Group]
+    share: Callable[..., object]
+    unshare: Callable[..., object]
+    keyword: str
+
+
+_SHARES = {
+    SharedWithUser: _Shares(
+        "user", User, services.share_conversation, services.unshare_conversation, "viewer"
+    ),
+    SharedWithGroup: _Shares(
+        "group", Group, services.share_with_group, services.unshare_with_group, "group"
+    ),
+}
+
+
 @admin.register(Conversation)
 class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
     list_display = (
@@ -204,40 +227,17 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
         """Users and groups it is shared with change through the sharing service, as in the
         inspector (journalled); a row whose user or group is changed stops one share and
         makes another."""
-        conversation, by = form.instance, request.user
-        field: str
-        model: type[User] | type[Group]
-        share: Callable[[Any], object]
-        unshare: Callable[[Any], object]
-        if formset.model is SharedWithUser:
-            field, model = "user", User
-
-            def share(user: Any) -> object:
-                return services.share_conversation(
-                    conversation=conversation, viewer=user, via="admin", by=by
-                )
-
-            def unshare(user: Any) -> object:
-                return services.unshare_conversation(
-                    conversation=conversation, viewer=user, via="admin", by=by
-                )
-
-        elif formset.model is SharedWithGroup:
-            field, model = "group", Group
-
-            def share(group: Any) -> object:
-                return services.share_with_group(
-                    conversation=conversation, group=group, via="admin", by=by
-                )
-
-            def unshare(group: Any) -> object:
-                return services.unshare_with_group(
-                    conversation=conversation, group=group, via="admin", by=by
-                )
-
-        else:
+        shares = _SHARES.get(formset.model)
+        if shares is None:
             super().save_formset(request, form, formset, change)
             return
+        field = shares.field
+
+        def through(service: Callable[..., object], who: User | Group) -> None:
+            service(
+                conversation=form.instance, via="admin", by=request.user, **{shares.keyword: who}
+            )
+
         # What formset.save() would have noted, for the admin's own history message.
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         for inline in formset.forms:
@@ -253,9 +253,9 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
             else:
                 formset.changed_objects.append((inline.instance, [field]))
             if old is not None:
-                unshare(model.objects.get(pk=old))
+                through(shares.unshare, shares.model.objects.get(pk=old))
             if new is not None:
-                share(new)
+                through(shares.share, new)
 
     def has_heal_permission(self, request: HttpRequest) -> bool:
         """Healing writes to buffers: for staff who may change messages."""

@@ -190,19 +190,10 @@ def next_problem(
     if not conversation.tally.problems.get(kind):
         return None
     after = max(-1, min(after, conversation.message_count - 1))
-    if kind == "unanswered_call":
-        position = F("message__block__start") + F("message__slot")
-        calls = DeclaredCall.objects.filter(conversation=conversation, answered=False)
-        found = calls.annotate(index=position).order_by("index").values_list("index", flat=True)
-        later = found.filter(index__gt=after).first()
-        return later if later is not None or not round_the_end else found.first()
-    if kind == "healed_placeholder":
-        rows = Message.objects.filter(conversation=conversation, is_placeholder=True)
-        indexes = (
-            rows.annotate(index=BUFFER_INDEX).order_by("index").values_list("index", flat=True)
-        )
-        later = indexes.filter(index__gt=after).first()
-        return later if later is not None or not round_the_end else indexes.first()
+    indexed = _indexed_problems(conversation, kind)
+    if indexed is not None:
+        later = indexed.filter(index__gt=after).first()
+        return later if later is not None or not round_the_end else indexed.first()
     stretches = [(after + 1, conversation.message_count)]
     if round_the_end:
         stretches.append((0, after + 1))
@@ -212,6 +203,23 @@ def next_problem(
             if found_at is not None:
                 return found_at
     return None
+
+
+def _indexed_problems(conversation: Conversation, kind: str) -> QuerySet[Any] | None:
+    """The indexes, in order, of the problems of ``kind`` that the index columns hold
+    (unanswered calls, placeholders); None for the other kinds."""
+    if kind == "unanswered_call":
+        rows: QuerySet[Any] = DeclaredCall.objects.filter(conversation=conversation, answered=False)
+        position = F("message__block__start") + F("message__slot")
+    elif kind == "healed_placeholder":
+        rows = Message.objects.filter(conversation=conversation, is_placeholder=True)
+        position = BUFFER_INDEX
+    else:
+        return None
+    indexes: QuerySet[Any] = (
+        rows.annotate(index=position).order_by("index").values_list("index", flat=True)
+    )
+    return indexes
 
 
 def _first_of_kind(conversation: Conversation, kind: str, start: int, end: int) -> int | None:

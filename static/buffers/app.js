@@ -125,7 +125,12 @@
     }
     if (!box || pending) return;
     pending = {elt: box, index: index, url: path + "#m-" + index, search: "?at=" + index};
-    window.htmx.ajax("GET", path, {
+    loadWindow(box, path);
+  }
+
+  // The window of the page at ``url`` in place of the one shown (``pending`` says why).
+  function loadWindow(box, url) {
+    window.htmx.ajax("GET", url, {
       source: box, target: box, select: "#messages", swap: "outerHTML", selectOOB: "#window-range"
     });
   }
@@ -345,9 +350,7 @@
     var search = window.location.search;
     if (!box || !window.htmx || pending || search === windowSearch) return;
     pending = {elt: box, index: -1, search: search};
-    window.htmx.ajax("GET", window.location.pathname + search, {
-      source: box, target: box, select: "#messages", swap: "outerHTML", selectOOB: "#window-range"
-    });
+    loadWindow(box, window.location.pathname + search);
   });
   document.addEventListener("DOMContentLoaded", function () {
     openLinkedMessage(null);
