@@ -30,6 +30,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from .models import ApiToken, Conversation
+from .selectors import conversation_by_pk
 
 log = logging.getLogger("buffers")
 
@@ -121,7 +122,7 @@ def visible_one(
     nothing of another's conversation. Fetched by its key and checked here: for its owner
     or staff, one plain query, where ``visible_to``'s filter costs several times more to
     build than to run; for anyone else, one more query, to look for a share."""
-    conversation = _conversation_by_pk(pk) if conversations is None else conversations.get(pk=pk)
+    conversation = conversation_by_pk(pk) if conversations is None else conversations.get(pk=pk)
     if not may_view(principal, conversation):
         raise Conversation.DoesNotExist(f"Conversation {pk} is not visible to {principal}.")
     return conversation
@@ -170,17 +171,6 @@ SELECT u.*, t.id AS token_id, t.hint AS token_hint,
 FROM {User._meta.db_table} u JOIN {ApiToken._meta.db_table} t ON t.user_id = u.id
 WHERE t.digest = %s AND t.revoked_at IS NULL
 """
-_CONVERSATION_BY_PK = (
-    f"SELECT {', '.join(f'"{field.column}"' for field in Conversation._meta.concrete_fields)} "
-    f'FROM "{Conversation._meta.db_table}" WHERE id = %s'
-)
-
-
-def _conversation_by_pk(pk: int) -> Conversation:
-    found = _first(Conversation.objects.raw(_CONVERSATION_BY_PK, [pk]))
-    if found is None:
-        raise Conversation.DoesNotExist(f"No conversation {pk}.")
-    return found
 
 
 def _first[T](rows: Iterable[T]) -> T | None:

@@ -9,7 +9,8 @@ it keeps (a database migrated back before it has not).
 The cascades' bodies name another table that a migration may rebuild (a block's trigger
 deletes messages), and SQLite refuses to rename a rebuilt table into place while a
 trigger names it missing. So they are dropped before every migrate (``pre_migrate``)
-and made after it: no migration runs beside them."""
+and made after it: no migration runs beside them. So is the append's view, whose trigger
+names every table an append writes."""
 
 from __future__ import annotations
 
@@ -51,6 +52,56 @@ CASCADES = {
 }
 
 
+# The append's one statement (``buffers.services.appends``): a row inserted into this view
+# holds the whole write, and the trigger does it, as PostgreSQL's data-modifying CTEs do.
+# First the compare-and-set: unless the conversation is as the append read it (the same
+# version, owner and scope), the statement fails with ``STALE`` and writes nothing. Then
+# the counters, the journal, the calls the plan answered, and the rows at the end of the
+# last block (``block_id``; ``rows``, ``words`` and ``declared`` are JSON arrays, each item
+# an array that starts with its slot), their search index and the calls they declare,
+# joined to the new rows by slot. Change it with ``_apply`` and ``_unchanged``.
+STALE = "buffers_append: the conversation changed since it was read"
+APPEND_VIEW = (
+    "CREATE VIEW IF NOT EXISTS buffers_append (added, unanswered, healed, updated_at, "
+    "rejections, problem_counts, sendable, conversation_id, version, owner_id, scope, scope_id, "
+    "at, actor_id, actor_name, via, action, reason, new_version, message_count, journal_rows, "
+    "answered, block_id, rows, words, declared) AS SELECT " + ", ".join(["NULL"] * 26) + " WHERE 0"
+)
+APPEND_TRIGGER = f"""CREATE TRIGGER IF NOT EXISTS buffers_append_write
+INSTEAD OF INSERT ON buffers_append BEGIN
+SELECT RAISE(ABORT, '{STALE}') WHERE NOT EXISTS (
+    SELECT 1 FROM buffers_conversation WHERE id = new.conversation_id
+    AND version = new.version AND owner_id IS new.owner_id AND scope = new.scope
+    AND scope_id = new.scope_id);
+UPDATE buffers_conversation SET version = version + 1, message_count = message_count + new.added,
+    unanswered_count = unanswered_count + new.unanswered, healed_count = healed_count + new.healed,
+    updated_at = new.updated_at, rejections = new.rejections,
+    problem_counts = new.problem_counts, sendable = new.sendable
+WHERE id = new.conversation_id;
+INSERT INTO buffers_bufferchange (conversation_id, at, actor_id, actor_name, via, action, reason,
+    version, message_count, rows)
+VALUES (new.conversation_id, new.at, new.actor_id, new.actor_name, new.via, new.action,
+    new.reason, new.new_version, new.message_count, new.journal_rows);
+UPDATE buffers_declaredcall SET answered = 1
+WHERE conversation_id = new.conversation_id
+    AND call_id IN (SELECT value FROM json_each(new.answered));
+UPDATE buffers_block SET size = size + json_array_length(new.rows) WHERE id = new.block_id;
+INSERT INTO buffers_message (conversation_id, block_id, slot, role, content, metadata,
+    answers_call_id, is_placeholder)
+SELECT new.conversation_id, new.block_id, r.value ->> 0, r.value ->> 1, r.value ->> 2,
+    r.value ->> 3, r.value ->> 4, r.value ->> 5
+FROM json_each(new.rows) AS r ORDER BY r.key;
+INSERT INTO buffers_messagesearch (rowid, conversation_id, body)
+SELECT m.id, new.conversation_id, w.value ->> 1
+FROM json_each(new.words) AS w JOIN buffers_message AS m
+    ON m.block_id = new.block_id AND m.slot = w.value ->> 0;
+INSERT INTO buffers_declaredcall (conversation_id, message_id, call_id, ordinal, answered)
+SELECT new.conversation_id, m.id, c.value ->> 1, c.value ->> 2, c.value ->> 3
+FROM json_each(new.declared) AS c JOIN buffers_message AS m
+    ON m.block_id = new.block_id AND m.slot = c.value ->> 0;
+END"""
+
+
 def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
     """``post_migrate``: make the SQLite triggers again where a migration dropped them."""
     from django.db import connections
@@ -77,10 +128,13 @@ def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
         if not cursor.fetchone()[0]:  # else migrated back to when foreign keys cascaded
             for name, body in CASCADES.items():
                 cursor.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+            cursor.execute(APPEND_VIEW)
+            cursor.execute(APPEND_TRIGGER)
 
 
 def drop_sqlite_cascades(using: str = "default", **_: Any) -> None:
-    """``pre_migrate``: drop the cascades, which ``keep_sqlite_triggers`` makes again."""
+    """``pre_migrate``: drop the cascades and the append's view, which
+    ``keep_sqlite_triggers`` makes again."""
     from django.db import connections
 
     target = connections[using]
@@ -89,3 +143,4 @@ def drop_sqlite_cascades(using: str = "default", **_: Any) -> None:
     with target.cursor() as cursor:
         for name in CASCADES:
             cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+        cursor.execute("DROP VIEW IF EXISTS buffers_append")  # and its trigger

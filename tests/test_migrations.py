@@ -16,6 +16,7 @@ from buffers.models import Block, Conversation, DeclaredCall, Message
 from buffers.triggers import CASCADES, drop_sqlite_cascades, keep_sqlite_triggers
 from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
 from tests.integrity import assert_consistent
+from tests.migrating import migrate
 
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
@@ -97,11 +98,10 @@ def test_0015_tallies_again_the_conversations_whose_content_names_a_providers_pa
 def test_the_schema_goes_back_before_search_and_forward_with_the_index_working() -> None:
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("buffers")
-    executor.migrate([("buffers", "0005_traced_messages")])
+    migrate(executor, [("buffers", "0005_traced_messages")])
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
-    executor.migrate(latest)
-    keep_sqlite_triggers()  # what post_migrate does after `manage.py migrate`
+    migrate(executor, latest)
 
     store([user("the zeppelin left at noon")], title="airship log", owner=acting_user())
     page = signed_in().get("/", {"q": "zeppelin"})
@@ -157,8 +157,7 @@ def test_migration_0013_drops_the_repeated_indexes_and_keeps_every_row_both_ways
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("buffers")
     try:
-        executor.migrate([("buffers", "0012_conversation_keys_without_constraints")])
-        keep_sqlite_triggers()
+        migrate(executor, [("buffers", "0012_conversation_keys_without_constraints")])
         for table, index in _REPEATED_INDEXES.items():
             assert index in _index_names(table)
         assert connection.vendor != "sqlite" or _message_table_checks_json()
@@ -166,8 +165,7 @@ def test_migration_0013_drops_the_repeated_indexes_and_keeps_every_row_both_ways
     finally:  # the rest of the session runs on the latest schema, whatever failed here
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
-        executor.migrate(latest)
-        keep_sqlite_triggers()
+        migrate(executor, latest)
     for table, index in _REPEATED_INDEXES.items():
         assert index not in _index_names(table)
     assert connection.vendor != "sqlite" or not _message_table_checks_json()
@@ -191,9 +189,12 @@ def _search_rows(message_ids: list[int]) -> int:
 
 
 def _cascade_triggers() -> set[str]:
+    """The cascades, and the append's trigger (``buffers_append_write``), which names every
+    table an append writes: made and dropped with them."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE %s",
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' "
+            "AND (name LIKE %s OR name = 'buffers_append_write')",
             ["%_forget_with_%"],
         )
         return {name for (name,) in cursor.fetchall()}
@@ -208,8 +209,8 @@ def test_the_cascade_triggers_outlast_a_rebuild_of_their_tables_and_only_without
     migration that rebuilds those tables would be refused while they stand (each names
     another's table): pre_migrate drops them, post_migrate makes them again. Back before
     0016 the foreign keys cascade, and no trigger is made beside them; back before the
-    app, none is made at all."""
-    made = set(CASCADES)
+    app, none is made at all. The append's trigger goes with them."""
+    made = {*CASCADES, "buffers_append_write"}
     assert _cascade_triggers() == made
     drop_sqlite_cascades()  # what pre_migrate does before `manage.py migrate`
     with connection.schema_editor() as editor:  # what a later migration's rebuild does
@@ -250,7 +251,7 @@ def test_0017_indexes_every_message_again_so_a_word_keeps_its_combining_marks() 
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("buffers")
     try:
-        executor.migrate([("buffers", "0016_messages_without_constraints")])
+        migrate(executor, [("buffers", "0016_messages_without_constraints")])
         with connection.cursor() as cursor:  # its words as the index held them then
             if connection.vendor == "sqlite":
                 cursor.execute("UPDATE buffers_messagesearch SET body = %s WHERE rowid = %s",
@@ -261,8 +262,7 @@ def test_0017_indexes_every_message_again_so_a_word_keeps_its_combining_marks() 
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
-        executor.migrate(latest)
-        keep_sqlite_triggers()
+        migrate(executor, latest)
 
     page = signed_in().get("/", {"q": "हिन्दी"}).text
     assert "hindi" in page
@@ -278,16 +278,14 @@ def test_0018_gives_every_conversation_its_titles_words_both_ways() -> None:
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("buffers")
     try:
-        executor.migrate([("buffers", "0017_search_words_with_marks")])
-        keep_sqlite_triggers()
+        migrate(executor, [("buffers", "0017_search_words_with_marks")])
         with connection.cursor() as cursor:  # a title written while the database split them
             cursor.execute("UPDATE buffers_conversation SET title = %s WHERE title = %s",
                            ["x² fit", "ΟΔΟΣ"])  # fmt: skip
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
-        executor.migrate(latest)
-        keep_sqlite_triggers()
+        migrate(executor, latest)
 
     for conversation in Conversation.objects.all():
         assert_consistent(conversation)

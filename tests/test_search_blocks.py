@@ -19,8 +19,8 @@ from pytest_django import DjangoAssertNumQueries
 
 from buffers import healing, search, selectors, services
 from buffers.models import Conversation, Message
-from buffers.triggers import keep_sqlite_triggers
 from tests.buffers import acting_user, assistant, parse, result, signed_in, store, user
+from tests.migrating import migrate
 
 WORD = "needle"
 
@@ -199,7 +199,7 @@ def test_migration_0010_gives_stored_rows_their_blocks_and_goes_back(settings: A
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("buffers")
 
-    executor.migrate([("buffers", "0009_stored_verdicts")])
+    migrate(executor, [("buffers", "0009_stored_verdicts")])
     with connection.cursor() as cursor:
         columns = [
             c.name
@@ -208,8 +208,7 @@ def test_migration_0010_gives_stored_rows_their_blocks_and_goes_back(settings: A
     assert "block_id" not in columns
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
-    executor.migrate(latest)
-    keep_sqlite_triggers()
+    migrate(executor, latest)
 
     assert_every_step_is_right(conversation)
     assert_every_step_is_right(conversation, "interrupted")
@@ -218,11 +217,10 @@ def test_migration_0010_gives_stored_rows_their_blocks_and_goes_back(settings: A
 
     # From before the index: 0006 indexes the stored messages (without blocks), 0010 adds them.
     executor = MigrationExecutor(connection)
-    executor.migrate([("buffers", "0005_traced_messages")])
+    migrate(executor, [("buffers", "0005_traced_messages")])
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
-    executor.migrate(latest)
-    keep_sqlite_triggers()
+    migrate(executor, latest)
 
     assert_every_step_is_right(conversation)
 

@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, IntegrityError, connection
 from django.utils import timezone
 
-from buffers import healing, search
+from buffers import healing, search, triggers
 from buffers.models import Action, BufferChange, Conversation, DeclaredCall, Message
 from buffers.selectors import json_column
 
@@ -99,7 +99,7 @@ def append_messages(
 def _unchanged(conversation: Conversation) -> Any:
     """The conversation's row, if it is still as ``conversation`` was read: the same version
     (no write since), owner and scope (who may write, MEM-6..9). The appends state these
-    conditions again in SQL (``_COUNTERS_JOURNAL_ANSWERED``, ``_SQLITE_COUNTERS``): change
+    conditions again in SQL (``_COUNTERS_JOURNAL_ANSWERED``, ``triggers.APPEND_TRIGGER``): change
     all three together."""
     return Conversation.objects.filter(
         pk=conversation.pk,
@@ -118,7 +118,7 @@ def _check_unchanged(conversation: Conversation) -> None:
 def _conversation(conversation_id: int | None) -> Conversation:
     if conversation_id is None:
         raise TypeError("append_messages needs a conversation or a conversation_id")
-    return _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    return _get(conversation_id)
 
 
 # Everything the planner and the stored verdicts need, in one statement whatever the batch:
@@ -273,19 +273,17 @@ def _apply(
     )
     now, tally_columns = timezone.now(), tally_fields(tally)
     # First, and only if no other append wrote since the facts were read (MEM-12).
+    at_end = _tail_in_last_block(conversation, plan, loaded)
     if connection.vendor == "postgresql":
-        at_end = _tail_in_last_block(conversation, plan, loaded)
         changed = _counters_journal_answered(
             conversation, plan, now, tally_columns, journal, at_end
         )
-        if at_end is not None:  # the new rows, their index and their calls were written too
-            if not changed:
-                raise _StaleBuffer
-            return
     else:
-        changed = _sqlite_counters_journal_answered(conversation, plan, now, tally_columns, journal)
+        changed = _sqlite_append(conversation, plan, now, tally_columns, journal, at_end)
     if not changed:
         raise _StaleBuffer
+    if at_end is not None:  # the new rows, their index and their calls were written too
+        return
     rewritten: dict[int, healing.Message] = {}
     for replacement in plan.replacements:
         message = replacement.message
@@ -413,32 +411,51 @@ def _tail_in_last_block(
     return _Tail(block_id, start, inserts)
 
 
+@dataclass(frozen=True)
+class _TailRows:
+    """A ``_Tail``'s rows as both vendors' one statement writes them, each list by slot:
+    the messages (slot, role, content and metadata as JSON text, the result's id, whether
+    a placeholder), their words for the search index (those with any), and the calls they
+    declare (slot, call id, ordinal, answered)."""
+
+    messages: Sequence[tuple[int, str, str | None, str, str | None, bool]]
+    words: Sequence[tuple[int, str]]
+    declared: Sequence[tuple[int, str, int, bool]]
+
+    @classmethod
+    def of(cls, plan: healing.AppendPlan, tail: _Tail) -> _TailRows:
+        messages, words = [], []
+        for insert in tail.inserts:
+            message, slot = insert.message, insert.position - tail.block_start
+            content = None if message.content is None else json.dumps(message.content)
+            answers = healing.result_call_id(message)
+            placeholder = healing.is_placeholder(message)
+            messages.append(
+                (slot, message.role, content, json.dumps(message.metadata), answers, placeholder)
+            )
+            text = search.message_text(message)
+            if text and (found := search.words_of(text)):
+                words.append((slot, found))
+        declared = [
+            (d.position - tail.block_start, d.call_id, d.ordinal, d.answered)
+            for d in plan.declarations
+        ]
+        return cls(messages, words, declared)
+
+
 def _tail_params(conversation: Conversation, plan: healing.AppendPlan, tail: _Tail) -> list[Any]:
     """``_TAIL_IN_LAST_BLOCK``'s parameters: each new row's columns as arrays, by slot."""
-    slots, roles, contents, metadatas, answers, placeholders = [], [], [], [], [], []
-    word_slots, words = [], []
-    for insert in tail.inserts:
-        message, slot = insert.message, insert.position - tail.block_start
-        slots.append(slot)
-        roles.append(message.role)
-        contents.append(None if message.content is None else json.dumps(message.content))
-        metadatas.append(json.dumps(message.metadata))
-        answers.append(healing.result_call_id(message))
-        placeholders.append(healing.is_placeholder(message))
-        text = search.message_text(message)
-        if text and (found := search.words_of(text)):
-            word_slots.append(slot)
-            words.append(found)
-    declared = plan.declarations
+    rows = _TailRows.of(plan, tail)
+
+    def columns(items: Sequence[Any], width: int) -> list[list[Any]]:
+        return [list(column) for column in zip(*items, strict=True)] if items else [[]] * width
+
     return [
         *[len(tail.inserts), tail.block_id],
-        *[tail.block_id, slots, roles, contents, metadatas, answers, placeholders],
-        *[conversation.pk, tail.block_id, word_slots, words],
+        *[tail.block_id, *columns(rows.messages, 6)],
+        *[conversation.pk, tail.block_id, *columns(rows.words, 2)],
         conversation.pk,
-        [d.position - tail.block_start for d in declared],
-        [d.call_id for d in declared],
-        [d.ordinal for d in declared],
-        [d.answered for d in declared],
+        *columns(rows.declared, 4),
     ]
 
 
@@ -451,7 +468,7 @@ def _counters_journal_answered(
     tail: _Tail | None = None,
 ) -> bool:
     """``_COUNTERS_JOURNAL_ANSWERED`` (and ``_TAIL_IN_LAST_BLOCK`` for a ``tail``) with the
-    values SQLite's statements write (``_sqlite_counters_journal_answered``); whether the
+    values SQLite's statement writes (``_sqlite_append``); whether the
     conversation's row was still as read (else nothing was written)."""
     statement = _COUNTERS_JOURNAL_ANSWERED
     params = [
@@ -468,44 +485,42 @@ def _counters_journal_answered(
     return bool(changed)
 
 
-# SQLite, the same three writes as ``_COUNTERS_JOURNAL_ANSWERED``, one statement each (the
-# journal and the answered calls only once the first changed the row): change both together.
-_SQLITE_COUNTERS = """
-UPDATE buffers_conversation SET version = version + 1, message_count = message_count + %s,
-    unanswered_count = unanswered_count + %s, healed_count = healed_count + %s,
-    updated_at = %s, rejections = %s, problem_counts = %s, sendable = %s
-WHERE id = %s AND version = %s AND owner_id IS %s AND scope = %s AND scope_id = %s
-"""
-_SQLITE_JOURNAL = """
-INSERT INTO buffers_bufferchange (conversation_id, at, actor_id, actor_name, via, action,
-    reason, version, message_count, rows)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-"""
-_SQLITE_ANSWERED = """
-UPDATE buffers_declaredcall SET answered = %s
-WHERE conversation_id = %s AND call_id IN (SELECT value FROM json_each(%s))
+# SQLite's one statement: a row into the view whose trigger writes it
+# (``buffers.triggers.APPEND_TRIGGER``), with the rows when they go at the end of the last
+# block, else with none (they are written after it, one statement at a time).
+_SQLITE_APPEND = f"""
+INSERT INTO buffers_append VALUES ({", ".join(["%s"] * 26)})
 """
 
 
-def _sqlite_counters_journal_answered(
+def _sqlite_append(
     conversation: Conversation,
     plan: healing.AppendPlan,
     now: datetime,
     tally_columns: dict[str, Any],
     journal: BufferChange,
+    tail: _Tail | None,
 ) -> bool:
-    """``_SQLITE_COUNTERS``, then, if it changed the conversation's row (still as read),
-    ``_SQLITE_JOURNAL`` and ``_SQLITE_ANSWERED``; whether it did (else nothing was written).
-    Plain SQL, as the ORM took ten times longer to build these than SQLite to run them."""
-    with connection.cursor() as cursor:
-        cursor.execute(_SQLITE_COUNTERS, _counters_params(conversation, plan, now, tally_columns))
-        if cursor.rowcount != 1:
+    """``_counters_journal_answered`` on SQLite, the same values written by
+    ``_SQLITE_APPEND``; whether the conversation's row was still as read (else nothing
+    was written)."""
+    rows = _TailRows.of(plan, tail) if tail is not None else _TailRows([], [], [])
+    params = [
+        *_counters_params(conversation, plan, now, tally_columns),
+        *_journal_params(journal),
+        json.dumps(list(plan.answered)),
+        None if tail is None else tail.block_id,
+        json.dumps(rows.messages),
+        json.dumps(rows.words),
+        json.dumps(rows.declared),
+    ]
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_SQLITE_APPEND, params)
+    except IntegrityError as error:
+        if str(error) == triggers.STALE:
             return False
-        cursor.execute(_SQLITE_JOURNAL, [conversation.pk, *_journal_params(journal)])
-        if plan.answered:
-            cursor.execute(
-                _SQLITE_ANSWERED, [True, conversation.pk, json.dumps(list(plan.answered))]
-            )
+        raise
     return True
 
 

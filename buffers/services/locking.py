@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
+from buffers import selectors
 from buffers.models import Conversation
 
 log = logging.getLogger("buffers")
@@ -82,7 +82,7 @@ def with_buffer_lock[T](
         if loaded is not None:
             row, loaded = loaded, None  # a later attempt reads it under the lock
             return work(row)
-        return work(_get(Conversation.objects.filter(pk=conversation_id), conversation_id))
+        return work(_get(conversation_id))
 
     return _in_bounded_transaction(
         locked_work, f"append to conversation {conversation_id} via {via}"
@@ -188,9 +188,9 @@ def _take_advisory_lock(conversation_id: int, via: str, wait_ms: int) -> bool:
     return at_once
 
 
-def _get(conversations: Any, conversation_id: int) -> Conversation:
+def _get(conversation_id: int) -> Conversation:
     try:
-        conversation: Conversation = conversations.get()
+        conversation = selectors.conversation_by_pk(conversation_id)
     except Conversation.DoesNotExist:
         raise ConversationNotFound(f"no conversation {conversation_id}") from None
     return conversation

@@ -46,7 +46,7 @@ def heal_conversation(
 def preview_heal(*, conversation_id: int) -> healing.AppendReport:
     """What ``heal_conversation`` would do now, with nothing written; the neutral report
     when the buffer's scope refuses, as the heal itself would."""
-    conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    conversation = _get(conversation_id)
     if refused := _refused(conversation, "heal preview"):
         return refused
     facts, _ = _load_facts(conversation, (), open_calls=True)
@@ -58,7 +58,7 @@ def preview_append(
 ) -> healing.AppendReport:
     """What appending ``messages`` would do now, planned by the same planner from the same
     facts, with nothing written; the neutral report when the buffer's scope refuses."""
-    conversation = _get(Conversation.objects.filter(pk=conversation_id), conversation_id)
+    conversation = _get(conversation_id)
     if refused := _refused(conversation, "append preview"):
         return refused
     facts, _ = _load_facts(conversation, messages)

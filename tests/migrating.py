@@ -1,0 +1,18 @@
+"""Migrating a test's database as ``manage.py migrate`` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.migrations.executor import MigrationExecutor
+
+from buffers.triggers import drop_sqlite_cascades, keep_sqlite_triggers
+
+
+def migrate(executor: MigrationExecutor, targets: list[Any]) -> None:
+    """``executor.migrate(targets)`` between the app's ``pre_migrate`` and ``post_migrate``
+    receivers: on SQLite, the triggers that name other tables are dropped before (a
+    rebuilt table cannot be renamed into place while one names it) and made again after."""
+    drop_sqlite_cascades()
+    executor.migrate(targets)
+    keep_sqlite_triggers()
