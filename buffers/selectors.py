@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,20 +21,41 @@ from .models import (
 )
 
 # Every column of the conversation's row, by its key: one plain statement, as reading it
-# by the ORM's ``get`` cost three times as much to build as to run (issue 16). A raw
-# query's fields are converted as the ORM's are.
+# by the ORM's ``get`` cost three times as much to build as to run, and a raw query set
+# (``Model.objects.raw``) still twice (issue 16). Its values are converted by the
+# converters the ORM's compiler would apply to these columns, found once.
+_CONVERSATION_FIELDS = Conversation._meta.concrete_fields
 _CONVERSATION_BY_PK = (
-    f"SELECT {', '.join(f'"{field.column}"' for field in Conversation._meta.concrete_fields)} "
+    f"SELECT {', '.join(f'"{field.column}"' for field in _CONVERSATION_FIELDS)} "
     f'FROM "{Conversation._meta.db_table}" WHERE id = %s'
 )
 
 
 def conversation_by_pk(pk: int) -> Conversation:
     """The conversation ``pk``, else ``Conversation.DoesNotExist``."""
-    found = next(iter(Conversation.objects.raw(_CONVERSATION_BY_PK, [pk])), None)
-    if found is None:
+    with connection.cursor() as cursor:
+        cursor.execute(_CONVERSATION_BY_PK, [pk])
+        row = cursor.fetchone()
+    if row is None:
         raise Conversation.DoesNotExist(f"No conversation {pk}.")
-    return found
+    values = list(row)
+    for position, converters, column in _conversation_converters(connection.vendor):
+        value = values[position]
+        for convert in converters:
+            value = convert(value, column, connection)
+        values[position] = value
+    names = [field.attname for field in _CONVERSATION_FIELDS]
+    return Conversation.from_db(connection.alias, names, values)
+
+
+@functools.cache
+def _conversation_converters(vendor: str) -> list[tuple[int, list[Any], Any]]:
+    """What the ORM's compiler converts in a conversation's row on this database: each
+    column's position, its converters and the column they are given."""
+    compiler = Conversation.objects.none().query.get_compiler(connection=connection)
+    columns = [field.get_col(Conversation._meta.db_table) for field in _CONVERSATION_FIELDS]
+    found = compiler.get_converters(columns)
+    return [(position, converters, column) for position, (converters, column) in found.items()]
 
 
 def conversations_newest() -> ConversationQuerySet:
@@ -107,7 +129,7 @@ def core_messages_page(
 
 def json_column(value: Any) -> Any:
     """A JSON column's value as a cursor gives it (its text), as ``JSONField`` reads it."""
-    return jsontext.loads(value)[0] if isinstance(value, str) else value
+    return jsontext.loads_stored(value) if isinstance(value, str) else value
 
 
 def buffer_messages(conversation: Conversation) -> list[healing.Message]:

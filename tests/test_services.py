@@ -252,3 +252,22 @@ def test_a_deleted_block_or_message_takes_what_hangs_on_it_with_it(deleted: str)
 
 
 _ROWS = (Block, Message, DeclaredCall)
+
+
+def test_a_conversation_read_by_its_key_is_the_one_the_orm_reads() -> None:
+    """``selectors.conversation_by_pk`` (every API request and every append by id reads
+    the conversation with it) converts each column as the ORM's ``get`` does: the times
+    with their zone, the JSON columns, an owner or none, the scope and the counters."""
+    owned = store([user("go"), assistant("late")], title="ΟΔΟΣ", owner=acting_user())
+    services.append_messages(conversation=owned, messages=parse([user("still?")]), via="t")
+    ownerless = store([user("hello")], title="")
+    for conversation in (owned, ownerless):
+        read = selectors.conversation_by_pk(conversation.pk)
+        expected = Conversation.objects.get(pk=conversation.pk)
+        for field in Conversation._meta.concrete_fields:
+            assert getattr(read, field.attname) == getattr(expected, field.attname), field.name
+        assert read.created_at.tzinfo is not None
+        assert read.rejections == expected.rejections != {}
+        assert (read._state.adding, read._state.db) == (False, "default")
+    with pytest.raises(Conversation.DoesNotExist):
+        selectors.conversation_by_pk(ownerless.pk + 1000)

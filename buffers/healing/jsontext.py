@@ -68,6 +68,19 @@ def loads(
     return _strict(text), False
 
 
+def loads_stored(text: str) -> object:
+    """The value of a JSON text read back from the database, as ``loads`` reads it, but
+    without looking for a key named twice: the app stores only what it writes from values
+    it has read (a value holds each key once), and PostgreSQL's ``jsonb`` keeps one of each
+    anyway. Reading the last rows of a buffer, an append spent 5% of its time on it."""
+    if not has_long_number(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
 class DuplicateKey(json.JSONDecodeError):
     """A JSON text in which one object names a key twice: ``path`` names the object
     (``messages[2].content[0]``; empty for the outermost value), ``key`` the key, and
