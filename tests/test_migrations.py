@@ -296,3 +296,37 @@ def test_0018_gives_every_conversation_its_titles_words_both_ways() -> None:
     renamed.title = "ΟΔΟΣ"
     renamed.save()
     assert "ΟΔΟΣ" in signed_in().get("/", {"q": "οδος"}).text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0019_indexes_again_the_words_that_held_a_letter_sqlite_folds() -> None:
+    """Before 0019 the words kept the micro sign (and the other letters SQLite's tokenizer
+    folds into another): indexed again, a message and a title written with it are found
+    by either spelling on both databases."""
+    store([user("took 5 µs")], title="timings", owner=acting_user())
+    store([user("nothing here")], title="runs in µs", owner=acting_user())
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("buffers")
+    try:
+        migrate(executor, [("buffers", "0018_titles_searched_by_their_words")])
+        with connection.cursor() as cursor:  # the words as they were made then
+            if connection.vendor == "sqlite":
+                cursor.execute("UPDATE buffers_messagesearch SET body = %s", ["took 5 µs"])
+                cursor.execute("UPDATE buffers_conversationsearch SET words = %s "
+                               "WHERE words LIKE %s", ["runs in µs", "runs%"])  # fmt: skip
+            else:
+                cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector",
+                               ["took 5 µs"])  # fmt: skip
+            cursor.execute("UPDATE buffers_conversation SET search_words = %s "
+                           "WHERE title = %s", ["runs in µs", "runs in µs"])  # fmt: skip
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        migrate(executor, latest)
+
+    for conversation in Conversation.objects.all():
+        assert_consistent(conversation)
+    for typed in ("µs", "μs"):
+        page = signed_in().get("/", {"q": typed}).text
+        assert "timings" in page
+        assert "runs in µs" in page

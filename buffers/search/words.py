@@ -57,12 +57,34 @@ def nfc(text: str) -> str:
     return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
+FOLDED = str.maketrans(
+    {
+        "\u03c2": "\u03c3",  # final sigma: sigma
+        "\u00b5": "\u03bc",  # micro sign: mu
+        "\u017f": "s",  # long s
+        "\u0345": "\u03b9",  # combining ypogegrammeni: iota
+        "\u03d0": "\u03b2",  # beta symbol: beta
+        "\u03d1": "\u03b8",  # theta symbol: theta
+        "\u03d5": "\u03c6",  # phi symbol: phi
+        "\u03d6": "\u03c0",  # pi symbol: pi
+        "\u03f0": "\u03ba",  # kappa symbol: kappa
+        "\u03f1": "\u03c1",  # rho symbol: rho
+        "\u03f5": "\u03b5",  # lunate epsilon: epsilon
+        "\u1e9b": "\u1e61",  # long s with dot above: s with dot above
+    }
+)
+"""The letters that lowercasing leaves and SQLite's tokenizer (unicode61) folds into
+another as it folds case, each to that other. Folded here, both databases hold one word
+where SQLite's index found either spelling by the other and its check of each
+conversation, like PostgreSQL, did not. Python lowers a capital sigma to the final form or
+not by what follows it ("ΟΔΟΣ" to "οδος", "ΟΔΟΣ.COM" to "οδοσ.com"): words hold the middle
+form only. Migration 0019 indexes again what held the others."""
+
+
 def _lowered(text: str) -> str:
-    """``text`` composed and lowercased, with one sigma: Python lowers a capital sigma to
-    the final form or not by what follows it ("ΟΔΟΣ" to "οδος", "ΟΔΟΣ.COM" to "οδοσ.com"),
-    so one word would be two, found by one spelling alone on PostgreSQL (SQLite's tokenizer
-    folds the two, its check of each conversation does not)."""
-    return nfc(text).lower().replace("\u03c2", "\u03c3")  # final sigma, sigma
+    """``text`` composed, lowercased and folded (``FOLDED``): one word whichever of these
+    letters it is written with."""
+    return nfc(text).lower().translate(FOLDED)
 
 
 MAX_WORD = 200
