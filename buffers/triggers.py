@@ -59,7 +59,10 @@ CASCADES = {
 # the counters, the journal, the calls the plan answered, and the rows at the end of the
 # last block (``block_id``; ``rows``, ``words`` and ``declared`` are JSON arrays, each item
 # an array that starts with its slot), their search index and the calls they declare,
-# joined to the new rows by slot. Change it with ``_apply`` and ``_unchanged``.
+# joined to the new rows by slot. Those joins are CROSS JOINs, which SQLite never reorders:
+# each item of the batch looks its row up by (block, slot). Left to itself, SQLite read
+# every row of the block and scanned the batch's JSON again for each, an append's work
+# growing with the rows already in the block. Change it with ``_apply`` and ``_unchanged``.
 STALE = "buffers_append: the conversation changed since it was read"
 APPEND_VIEW = (
     "CREATE VIEW IF NOT EXISTS buffers_append (added, unanswered, healed, updated_at, "
@@ -93,11 +96,11 @@ SELECT new.conversation_id, new.block_id, r.value ->> 0, r.value ->> 1, r.value 
 FROM json_each(new.rows) AS r ORDER BY r.key;
 INSERT INTO buffers_messagesearch (rowid, conversation_id, body)
 SELECT m.id, new.conversation_id, w.value ->> 1
-FROM json_each(new.words) AS w JOIN buffers_message AS m
+FROM json_each(new.words) AS w CROSS JOIN buffers_message AS m
     ON m.block_id = new.block_id AND m.slot = w.value ->> 0;
 INSERT INTO buffers_declaredcall (conversation_id, message_id, call_id, ordinal, answered)
 SELECT new.conversation_id, m.id, c.value ->> 1, c.value ->> 2, c.value ->> 3
-FROM json_each(new.declared) AS c JOIN buffers_message AS m
+FROM json_each(new.declared) AS c CROSS JOIN buffers_message AS m
     ON m.block_id = new.block_id AND m.slot = c.value ->> 0;
 END"""
 

@@ -16,7 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from buffers import healing, search, selectors, services
-from buffers.models import Block, BufferChange, Conversation, IdempotentRequest
+from buffers.models import Block, BufferChange, Conversation, DeclaredCall, IdempotentRequest
 from tests.buffers import acting_user, assistant, keyed_api_append, parse, result, store, user
 from tests.integrity import assert_consistent
 
@@ -237,3 +237,52 @@ def test_rows_written_by_the_one_statement_read_back_as_sent(settings: Any) -> N
             )
             assert cursor.fetchone() == (len(with_words), len(with_words))
     assert_consistent(conversation)
+
+
+def _write_steps(conversation: Conversation, batch: list[dict[str, Any]]) -> int:
+    """The append of ``batch`` to ``conversation``; and SQLite's work (its virtual
+    machine's steps, in tens) for the one statement that writes it, the view's trigger
+    included."""
+    raw = connection.connection
+    steps = 0
+
+    def step() -> int:
+        nonlocal steps
+        steps += 1
+        return 0  # go on
+
+    def counting(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if not sql.lstrip().startswith("INSERT INTO buffers_append"):
+            return execute(sql, params, many, context)
+        raw.set_progress_handler(step, 10)
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            raw.set_progress_handler(None, 10)
+
+    with connection.execute_wrapper(counting):
+        services.append_messages(conversation=conversation, messages=parse(batch), via="tests")
+    return steps
+
+
+def test_the_one_statement_finds_its_new_rows_without_reading_the_block(settings: Any) -> None:
+    """SQLite's trigger joins the new rows' words and declared calls to the rows it has
+    just inserted by their slot: a lookup each, whatever the block holds already. Its
+    work stays that of the batch, in a block that holds 2 rows as in one that holds 500
+    (read row by row, each against every item of the batch, it grew with both)."""
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL joins the rows its statement returns, not the block's")
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 512
+    short = store([user(f"question {n}") for n in range(2)])
+    long = store([user(f"question {n}") for n in range(500)])
+    batch = [assistant("c1", "c2", content=" ".join(f"word{n}" for n in range(50)))]
+
+    steps = {"short": _write_steps(short, batch), "long": _write_steps(long, batch)}
+
+    assert steps["long"] < 1.5 * steps["short"], steps
+    for conversation, at in ((short, 2), (long, 500)):
+        assert search.hit_indexes(conversation, ["word49"]) == [at]
+        assert list(
+            DeclaredCall.objects.filter(conversation=conversation).values_list("call_id", flat=True)
+        ) == ["c1", "c2"]
+        assert_consistent(conversation)
