@@ -58,7 +58,8 @@ CASCADES = {
 # version, owner and scope), the statement fails with ``STALE`` and writes nothing. Then
 # the counters, the journal, the calls the plan answered, and the rows at the end of the
 # last block (``block_id``; ``rows``, ``words`` and ``declared`` are JSON arrays, each item
-# an array that starts with its slot), their search index and the calls they declare,
+# an array that starts with its slot, read by ``json_extract``: the ``->>`` operator came
+# in SQLite 3.38, and Django runs on 3.37), their search index and the calls they declare,
 # joined to the new rows by slot. Those joins are CROSS JOINs, which SQLite never reorders:
 # each item of the batch looks its row up by (block, slot). Left to itself, SQLite read
 # every row of the block and scanned the batch's JSON again for each, an append's work
@@ -91,17 +92,19 @@ WHERE conversation_id = new.conversation_id
 UPDATE buffers_block SET size = size + json_array_length(new.rows) WHERE id = new.block_id;
 INSERT INTO buffers_message (conversation_id, block_id, slot, role, content, metadata,
     answers_call_id, is_placeholder)
-SELECT new.conversation_id, new.block_id, r.value ->> 0, r.value ->> 1, r.value ->> 2,
-    r.value ->> 3, r.value ->> 4, r.value ->> 5
+SELECT new.conversation_id, new.block_id, json_extract(r.value, '$[0]'),
+    json_extract(r.value, '$[1]'), json_extract(r.value, '$[2]'), json_extract(r.value, '$[3]'),
+    json_extract(r.value, '$[4]'), json_extract(r.value, '$[5]')
 FROM json_each(new.rows) AS r ORDER BY r.key;
 INSERT INTO buffers_messagesearch (rowid, conversation_id, body)
-SELECT m.id, new.conversation_id, w.value ->> 1
+SELECT m.id, new.conversation_id, json_extract(w.value, '$[1]')
 FROM json_each(new.words) AS w CROSS JOIN buffers_message AS m
-    ON m.block_id = new.block_id AND m.slot = w.value ->> 0;
+    ON m.block_id = new.block_id AND m.slot = json_extract(w.value, '$[0]');
 INSERT INTO buffers_declaredcall (conversation_id, message_id, call_id, ordinal, answered)
-SELECT new.conversation_id, m.id, c.value ->> 1, c.value ->> 2, c.value ->> 3
+SELECT new.conversation_id, m.id, json_extract(c.value, '$[1]'),
+    json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]')
 FROM json_each(new.declared) AS c CROSS JOIN buffers_message AS m
-    ON m.block_id = new.block_id AND m.slot = c.value ->> 0;
+    ON m.block_id = new.block_id AND m.slot = json_extract(c.value, '$[0]');
 END"""
 
 

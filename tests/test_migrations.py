@@ -10,10 +10,19 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.db import connection
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
 from django.db.migrations.executor import MigrationExecutor
 
 from buffers.models import Block, Conversation, DeclaredCall, Message
-from buffers.triggers import CASCADES, drop_sqlite_cascades, keep_sqlite_triggers
+from buffers.triggers import (
+    APPEND_TRIGGER,
+    APPEND_VIEW,
+    CASCADES,
+    SEARCH,
+    TITLES_AS_WRITTEN,
+    drop_sqlite_cascades,
+    keep_sqlite_triggers,
+)
 from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
 from tests.integrity import assert_consistent
 from tests.migrating import migrate
@@ -198,6 +207,19 @@ def _cascade_triggers() -> set[str]:
             ["%_forget_with_%"],
         )
         return {name for (name,) in cursor.fetchall()}
+
+
+def test_the_triggers_are_sql_that_every_sqlite_django_runs_on_reads() -> None:
+    """post_migrate makes the triggers on whatever SQLite the server's Python has, and
+    Django runs on SQLite from 3.37 on (Ubuntu 22.04's, say). A trigger SQLite cannot
+    parse fails there to be made, and every ``manage.py migrate`` with it; the JSON
+    operators ``->`` and ``->>`` came in SQLite 3.38.0 (``json_extract`` reads the same)."""
+    made = [*SEARCH, *TITLES_AS_WRITTEN, *CASCADES.values(), APPEND_VIEW, APPEND_TRIGGER]
+
+    oldest = SQLite.features_class.minimum_database_version
+    assert oldest is not None
+    assert oldest < (3, 38)
+    assert [sql for sql in made if "->" in sql] == []
 
 
 @pytest.mark.django_db(transaction=True)
