@@ -8,9 +8,11 @@ it keeps (a database migrated back before it has not).
 
 The cascades' bodies name another table that a migration may rebuild (a block's trigger
 deletes messages), and SQLite refuses to rename a rebuilt table into place while a
-trigger names it missing. So they are dropped before every migrate (``pre_migrate``)
-and made after it: no migration runs beside them. So is the append's view, whose trigger
-names every table an append writes."""
+trigger names it missing. So they are dropped before every migrate that applies a
+migration (``pre_migrate``; one with nothing to apply, which a deploy runs beside
+serving workers, leaves them standing) and made after it: no migration runs beside them.
+So is the append's view, whose trigger names every table an append writes; it is made
+again after every migrate, in one transaction, as the code now writes it."""
 
 from __future__ import annotations
 
@@ -110,7 +112,7 @@ END"""
 
 def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
     """``post_migrate``: make the SQLite triggers again where a migration dropped them."""
-    from django.db import connections
+    from django.db import connections, transaction
 
     target = connections[using]
     if target.vendor != "sqlite":
@@ -134,15 +136,23 @@ def keep_sqlite_triggers(using: str = "default", **_: Any) -> None:
         if not cursor.fetchone()[0]:  # else migrated back to when foreign keys cascaded
             for name, body in CASCADES.items():
                 cursor.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
-            cursor.execute(APPEND_VIEW)
-            cursor.execute(APPEND_TRIGGER)
+            # Made again as the code writes it, in one transaction: an append beside it
+            # finds the view of before or this one, never none.
+            with transaction.atomic(using=using):
+                cursor.execute("DROP VIEW IF EXISTS buffers_append")  # and its trigger
+                cursor.execute(APPEND_VIEW)
+                cursor.execute(APPEND_TRIGGER)
 
 
-def drop_sqlite_cascades(using: str = "default", **_: Any) -> None:
+def drop_sqlite_cascades(using: str = "default", plan: Any = None, **_: Any) -> None:
     """``pre_migrate``: drop the cascades and the append's view, which
-    ``keep_sqlite_triggers`` makes again."""
+    ``keep_sqlite_triggers`` makes again. Not when the migrate has nothing to apply
+    (``plan`` empty): ``manage.py migrate`` sends the signal all the same, and a deploy
+    runs it beside workers that append and delete meanwhile."""
     from django.db import connections
 
+    if plan is not None and not plan:
+        return
     target = connections[using]
     if target.vendor != "sqlite":
         return

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.core.management import call_command
 from django.db import connection
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
 from django.db.migrations.executor import MigrationExecutor
+from django.db.models.signals import pre_migrate
 
+from buffers import services
 from buffers.models import Block, Conversation, DeclaredCall, Message
 from buffers.triggers import (
     APPEND_TRIGGER,
@@ -23,7 +26,16 @@ from buffers.triggers import (
     drop_sqlite_cascades,
     keep_sqlite_triggers,
 )
-from tests.buffers import acting_user, assistant, placeholder, result, signed_in, store, user
+from tests.buffers import (
+    acting_user,
+    assistant,
+    parse,
+    placeholder,
+    result,
+    signed_in,
+    store,
+    user,
+)
 from tests.integrity import assert_consistent
 from tests.migrating import migrate
 
@@ -352,3 +364,43 @@ def test_0019_indexes_again_the_words_that_held_a_letter_sqlite_folds() -> None:
         page = signed_in().get("/", {"q": typed}).text
         assert "timings" in page
         assert "runs in µs" in page
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's triggers")
+def test_a_migrate_with_nothing_to_apply_leaves_the_append_and_the_cascades_standing() -> None:
+    """``manage.py migrate`` sends pre_migrate even when it has nothing to apply (a deploy
+    runs it every time, beside the workers still serving). Nothing is rebuilt then, so
+    nothing is dropped: the workers' appends (the view) and deletes (the cascades) go on
+    working while it runs. A migrate that applies migrations drops them, and its
+    post_migrate makes them again, the append's as the code now writes it."""
+    seen: list[set[str]] = []
+
+    def during(**_: Any) -> None:  # after the app's own receiver, connected first
+        seen.append(_cascade_triggers())
+
+    pre_migrate.connect(during, weak=False)
+    try:
+        call_command("migrate", verbosity=0)
+    finally:
+        pre_migrate.disconnect(during)
+    made = {*CASCADES, "buffers_append_write"}
+    assert seen
+    assert all(standing == made for standing in seen)
+    conversation = store([user("go"), assistant("c1")], title="kept")
+    services.append_messages(conversation=conversation, messages=parse([result("c1")]), via="t")
+    assert_consistent(conversation)
+
+    with connection.cursor() as cursor:  # an older release's trigger, left by a migrate
+        cursor.execute("DROP TRIGGER buffers_append_write")
+        cursor.execute(
+            "CREATE TRIGGER buffers_append_write INSTEAD OF INSERT ON buffers_append "
+            "BEGIN SELECT RAISE(ABORT, 'old'); END"
+        )
+    call_command("migrate", verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'buffers_append_write'")
+        (sql,) = cursor.fetchone()
+    assert "'old'" not in sql
+    services.append_messages(conversation=conversation, messages=parse([user("more")]), via="t")
+    assert_consistent(conversation)
