@@ -25,6 +25,7 @@ from .models import (
 # (``Model.objects.raw``) still twice (issue 16). Its values are converted by the
 # converters the ORM's compiler would apply to these columns, found once.
 _CONVERSATION_FIELDS = Conversation._meta.concrete_fields
+_CONVERSATION_NAMES = [field.attname for field in _CONVERSATION_FIELDS]
 _CONVERSATION_BY_PK = (
     f"SELECT {', '.join(f'"{field.column}"' for field in _CONVERSATION_FIELDS)} "
     f'FROM "{Conversation._meta.db_table}" WHERE id = %s'
@@ -44,8 +45,7 @@ def conversation_by_pk(pk: int) -> Conversation:
         for convert in converters:
             value = convert(value, column, connection)
         values[position] = value
-    names = [field.attname for field in _CONVERSATION_FIELDS]
-    return Conversation.from_db(connection.alias, names, values)
+    return Conversation.from_db(connection.alias, _CONVERSATION_NAMES, values)
 
 
 @functools.cache

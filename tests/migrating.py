@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from buffers.triggers import drop_sqlite_cascades, keep_sqlite_triggers
@@ -16,3 +19,18 @@ def migrate(executor: MigrationExecutor, targets: list[Any]) -> None:
     drop_sqlite_cascades()
     executor.migrate(targets)
     keep_sqlite_triggers()
+
+
+@contextmanager
+def migrated_back_to(target: str) -> Iterator[None]:
+    """The app migrated back to ``target`` for the block, then forward to its latest
+    migration, whatever the block raised: the rest of the session runs on today's schema."""
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("buffers")
+    try:
+        migrate(executor, [("buffers", target)])
+        yield
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        migrate(executor, latest)

@@ -37,7 +37,7 @@ from tests.buffers import (
     user,
 )
 from tests.integrity import assert_consistent
-from tests.migrating import migrate
+from tests.migrating import migrated_back_to
 
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
@@ -117,12 +117,8 @@ def test_0015_tallies_again_the_conversations_whose_content_names_a_providers_pa
 
 @pytest.mark.django_db(transaction=True)
 def test_the_schema_goes_back_before_search_and_forward_with_the_index_working() -> None:
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes("buffers")
-    migrate(executor, [("buffers", "0005_traced_messages")])
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    migrate(executor, latest)
+    with migrated_back_to("0005_traced_messages"):
+        pass
 
     store([user("the zeppelin left at noon")], title="airship log", owner=acting_user())
     page = signed_in().get("/", {"q": "zeppelin"})
@@ -175,18 +171,11 @@ def test_migration_0013_drops_the_repeated_indexes_and_keeps_every_row_both_ways
     assert connection.vendor != "sqlite" or not _message_table_checks_json()
     holds()
 
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes("buffers")
-    try:
-        migrate(executor, [("buffers", "0012_conversation_keys_without_constraints")])
+    with migrated_back_to("0012_conversation_keys_without_constraints"):
         for table, index in _REPEATED_INDEXES.items():
             assert index in _index_names(table)
         assert connection.vendor != "sqlite" or _message_table_checks_json()
         holds(schema_of_today=False)
-    finally:  # the rest of the session runs on the latest schema, whatever failed here
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        migrate(executor, latest)
     for table, index in _REPEATED_INDEXES.items():
         assert index not in _index_names(table)
     assert connection.vendor != "sqlite" or not _message_table_checks_json()
@@ -282,21 +271,14 @@ def test_0017_indexes_every_message_again_so_a_word_keeps_its_combining_marks() 
     hindi = store([user("हिन्दी पाठ")], title="hindi", owner=acting_user())
     store([user("ह न द")], title="apart", owner=acting_user())
     (pk,) = Message.objects.filter(conversation=hindi).values_list("pk", flat=True)
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes("buffers")
-    try:
-        migrate(executor, [("buffers", "0016_messages_without_constraints")])
-        with connection.cursor() as cursor:  # its words as the index held them then
-            if connection.vendor == "sqlite":
-                cursor.execute("UPDATE buffers_messagesearch SET body = %s WHERE rowid = %s",
-                               ["ह न द पठ", pk])  # fmt: skip
-            else:
-                cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector "
-                               "WHERE message_id = %s", ["ह न द पठ", pk])  # fmt: skip
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        migrate(executor, latest)
+    # Its words as the index held them then, back there:
+    with migrated_back_to("0016_messages_without_constraints"), connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("UPDATE buffers_messagesearch SET body = %s WHERE rowid = %s",
+                           ["ह न द पठ", pk])  # fmt: skip
+        else:
+            cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector "
+                           "WHERE message_id = %s", ["ह न द पठ", pk])  # fmt: skip
 
     page = signed_in().get("/", {"q": "हिन्दी"}).text
     assert "hindi" in page
@@ -309,17 +291,10 @@ def test_0018_gives_every_conversation_its_titles_words_both_ways() -> None:
     conversation's words are made from its title and source, and the index reads them."""
     store([user("hello")], title="İstanbul trip", source="log.jsonl", owner=acting_user())
     store([user("hello")], title="ΟΔΟΣ", owner=acting_user())
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes("buffers")
-    try:
-        migrate(executor, [("buffers", "0017_search_words_with_marks")])
-        with connection.cursor() as cursor:  # a title written while the database split them
-            cursor.execute("UPDATE buffers_conversation SET title = %s WHERE title = %s",
-                           ["x² fit", "ΟΔΟΣ"])  # fmt: skip
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        migrate(executor, latest)
+    # A title written while the database split them, back there:
+    with migrated_back_to("0017_search_words_with_marks"), connection.cursor() as cursor:
+        cursor.execute("UPDATE buffers_conversation SET title = %s WHERE title = %s",
+                       ["x² fit", "ΟΔΟΣ"])  # fmt: skip
 
     for conversation in Conversation.objects.all():
         assert_consistent(conversation)
@@ -339,24 +314,17 @@ def test_0019_indexes_again_the_words_that_held_a_letter_sqlite_folds() -> None:
     by either spelling on both databases."""
     store([user("took 5 µs")], title="timings", owner=acting_user())
     store([user("nothing here")], title="runs in µs", owner=acting_user())
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes("buffers")
-    try:
-        migrate(executor, [("buffers", "0018_titles_searched_by_their_words")])
-        with connection.cursor() as cursor:  # the words as they were made then
-            if connection.vendor == "sqlite":
-                cursor.execute("UPDATE buffers_messagesearch SET body = %s", ["took 5 µs"])
-                cursor.execute("UPDATE buffers_conversationsearch SET words = %s "
-                               "WHERE words LIKE %s", ["runs in µs", "runs%"])  # fmt: skip
-            else:
-                cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector",
-                               ["took 5 µs"])  # fmt: skip
-            cursor.execute("UPDATE buffers_conversation SET search_words = %s "
-                           "WHERE title = %s", ["runs in µs", "runs in µs"])  # fmt: skip
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        migrate(executor, latest)
+    # The words as they were made then, back there:
+    with migrated_back_to("0018_titles_searched_by_their_words"), connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("UPDATE buffers_messagesearch SET body = %s", ["took 5 µs"])
+            cursor.execute("UPDATE buffers_conversationsearch SET words = %s "
+                           "WHERE words LIKE %s", ["runs in µs", "runs%"])  # fmt: skip
+        else:
+            cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector",
+                           ["took 5 µs"])  # fmt: skip
+        cursor.execute("UPDATE buffers_conversation SET search_words = %s "
+                       "WHERE title = %s", ["runs in µs", "runs in µs"])  # fmt: skip
 
     for conversation in Conversation.objects.all():
         assert_consistent(conversation)

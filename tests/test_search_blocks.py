@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from pytest_django import DjangoAssertNumQueries
 
 from buffers import healing, search, selectors, services
 from buffers.models import Conversation, Message
 from tests.buffers import acting_user, assistant, parse, result, signed_in, store, user
-from tests.migrating import migrate
+from tests.migrating import migrated_back_to
 
 WORD = "needle"
 
@@ -196,19 +195,10 @@ def test_migration_0010_gives_stored_rows_their_blocks_and_goes_back(settings: A
     settings.FLOWDROP_BUFFER_BLOCK_SIZE = 4
     conversation = store(crashed_buffer(), owner=acting_user())
     services.heal_conversation(conversation_id=conversation.pk, via="tests")
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes("buffers")
-
-    migrate(executor, [("buffers", "0009_stored_verdicts")])
-    with connection.cursor() as cursor:
-        columns = [
-            c.name
-            for c in connection.introspection.get_table_description(cursor, "buffers_messagesearch")
-        ]
-    assert "block_id" not in columns
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    migrate(executor, latest)
+    with migrated_back_to("0009_stored_verdicts"):
+        with connection.cursor() as cursor:
+            table = connection.introspection.get_table_description(cursor, "buffers_messagesearch")
+        assert "block_id" not in [column.name for column in table]
 
     assert_every_step_is_right(conversation)
     assert_every_step_is_right(conversation, "interrupted")
@@ -216,11 +206,8 @@ def test_migration_0010_gives_stored_rows_their_blocks_and_goes_back(settings: A
     assert answer["Location"].endswith("#m-2")
 
     # From before the index: 0006 indexes the stored messages (without blocks), 0010 adds them.
-    executor = MigrationExecutor(connection)
-    migrate(executor, [("buffers", "0005_traced_messages")])
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    migrate(executor, latest)
+    with migrated_back_to("0005_traced_messages"):
+        pass
 
     assert_every_step_is_right(conversation)
 
