@@ -51,37 +51,44 @@ class ExactlyOnce:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        key = _key(request)
+        write = _write(request)
+        if write is None:
+            return self.get_response(request)
+        api = write.startswith("api:")
+        key = _key(request, api=api)
         if key is None:
             return self.get_response(request)
-        user = _user(request)
+        user = _user(request, api=api)
         if user is None:  # the view answers 401, or sends to sign in
             return self.get_response(request)
         if len(key) > MAX_KEY or not key.isprintable():
             return _problem(request, 400, f"must be at most {MAX_KEY} printable characters")
-        return _once(request, user, key, lambda: self.get_response(request))
+        return _once(request, user, key, api, lambda: self.get_response(request))
 
 
-def _key(request: HttpRequest) -> str | None:
+def _write(request: HttpRequest) -> str | None:
+    """The name of the write a request asks for (one of ``WRITES``), or None."""
     if request.method != "POST":
         return None
     try:
         name = resolve(request.path_info).view_name
     except Resolver404:
         return None
-    if name not in WRITES:
-        return None
-    if name.startswith("api:"):
+    return name if name in WRITES else None
+
+
+def _key(request: HttpRequest, *, api: bool) -> str | None:
+    if api:
         return request.headers.get(HEADER) or None
     return request.POST.get(FIELD) or request.headers.get(HEADER) or None
 
 
-def _user(request: HttpRequest) -> Any:
+def _user(request: HttpRequest, *, api: bool) -> Any:
     """Whom the write will be done as, so the key is theirs: for the API, as its auth takes
     the caller (the bearer token's user, else the signed-in session's, so a session sent
     with a token that stands for nobody still keys its writes); for the inspector's forms,
     the session's."""
-    if resolve(request.path_info).view_name.startswith("api:"):  # a write _key resolved
+    if api:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and (
             found := access.user_for_request_token(request, token.strip())
@@ -90,13 +97,12 @@ def _user(request: HttpRequest) -> Any:
     return access.real_user(request.user)
 
 
-def _fingerprint(request: HttpRequest) -> str:
+def _fingerprint(request: HttpRequest, *, api: bool) -> str:
     """What the write asked: its method, path and body; an inspector form's fields (and
     files), and the API's body as the API reads it, JSON whatever its Content-Type says."""
     digest = hashlib.sha256()
     for part in (request.method or "", request.path_info):
         digest.update(part.encode() + b"\0")
-    api = resolve(request.path_info).view_name.startswith("api:")
     if request.content_type == "multipart/form-data" and not api:
         fields = sorted((name, value) for name, values in request.POST.lists() for value in values)
         digest.update(repr(fields).encode())
@@ -112,9 +118,13 @@ def _fingerprint(request: HttpRequest) -> str:
 
 
 def _once(
-    request: HttpRequest, user: Any, key: str, respond: Callable[[], HttpResponseBase]
+    request: HttpRequest,
+    user: Any,
+    key: str,
+    api: bool,
+    respond: Callable[[], HttpResponseBase],
 ) -> HttpResponseBase:
-    fingerprint = _fingerprint(request)
+    fingerprint = _fingerprint(request, api=api)
     try:
         return _claimed(request, user, key, fingerprint, respond)
     except OperationalError as error:
