@@ -37,9 +37,12 @@ _FIELDS = {"title", "source", "key", "scope", "scope_id", "metadata", "messages"
 _MAX_TEXT = {"title": 300, "source": 300, "key": 200, "scope_id": 100}
 
 
-def parse_conversation(raw: object, path: str, origin: str | None = None) -> ConversationIn:
+def parse_conversation(
+    raw: object, path: str, origin: str | None = None, *, storable: bool = False
+) -> ConversationIn:
     """One conversation object; ``path`` names it in errors (``conversation`` or
-    ``conversations[2]``), ``origin`` in the file (``line 3: conversation``) when it differs."""
+    ``conversations[2]``), ``origin`` in the file (``line 3: conversation``) when it differs.
+    ``storable``: every value in it is known to be storable (``Source.storable``)."""
     if not isinstance(raw, dict):
         raise InvalidInput([Problem(path, "must be an object with a messages list")])
     problems: list[Problem] = []
@@ -78,7 +81,9 @@ def parse_conversation(raw: object, path: str, origin: str | None = None) -> Con
         problems.append(Problem(f"{path}.metadata", problem))
     messages: list[healing.Message] = []
     try:
-        messages = healing.parse_messages(raw.get("messages", []), f"{path}.messages")
+        messages = healing.parse_messages(
+            raw.get("messages", []), f"{path}.messages", storable=storable
+        )
     except InvalidInput as error:
         problems.extend(error.problems)
     if problems:
@@ -212,8 +217,10 @@ def text_source(text: str, *, jsonl: bool) -> formats.Source:
     if jsonl:
         return formats.parse_lines(text)
     try:
-        document = jsontext.loads(text)[0]
-        return formats.Source(document=document, may_hold_unstorable=may_hold_unstorable(text))
+        document, storable = jsontext.loads(text, document=True)
+        return formats.Source(
+            document=document, may_hold_unstorable=may_hold_unstorable(text), storable=storable
+        )
     except json.JSONDecodeError as error:
         if error.msg == "Extra data" or (
             isinstance(error, jsontext.DuplicateKey) and _several_values(text)
@@ -256,7 +263,7 @@ def read_source(source: formats.Source, format: str, title: str) -> TranscriptRe
         assert found is not None
         format = found.name
     if format == "stored":
-        conversations = _stored(source.document, "")
+        conversations = _stored(source.document, "", storable=source.storable)
         return TranscriptReading("", conversations, ["stored"], len(conversations))
     chosen = formats.READABLE[format]
     # A detected format fits (``detect_source`` asked it): a forced one is asked here.
@@ -370,9 +377,13 @@ def _conversations(
     return conversations
 
 
-def _stored(document: object, origin: str) -> list[ConversationIn]:
+def _stored(document: object, origin: str, *, storable: bool = False) -> list[ConversationIn]:
     if isinstance(document, dict):
-        return [parse_conversation(document, "conversation", origin=f"{origin}conversation")]
+        return [
+            parse_conversation(
+                document, "conversation", origin=f"{origin}conversation", storable=storable
+            )
+        ]
     if not isinstance(document, list):
         raise InvalidInput(
             [
@@ -384,6 +395,8 @@ def _stored(document: object, origin: str) -> list[ConversationIn]:
         )
     return parse_each(
         document,
-        lambda raw, path: parse_conversation(raw, path, origin=f"{origin}{path}"),
+        lambda raw, path: parse_conversation(
+            raw, path, origin=f"{origin}{path}", storable=storable
+        ),
         "conversations",
     )

@@ -51,12 +51,13 @@ def has_long_number(text: str) -> bool:
 
 
 def loads(
-    text: str, *, long_numbers: bool = True, escaped_colons: bool = True
+    text: str, *, long_numbers: bool = True, escaped_colons: bool = True, document: bool = False
 ) -> tuple[object, bool]:
     """The value of ``text``, as ``json.loads`` reads it (raising its errors, and
-    ``DuplicateKey``), and whether it is known to be storable (``known_storable``) without
-    walking it. A caller that knows ``text`` holds no long number (``has_long_number`` of
-    a whole file) or no escaped colon (``has_escaped_colon``) says so, saving the check."""
+    ``DuplicateKey``), and whether it is known to be storable (``known_storable``, or for a
+    whole ``document`` of any length ``known_storable_document``) without walking it. A
+    caller that knows ``text`` holds no long number (``has_long_number`` of a whole file)
+    or no escaped colon (``has_escaped_colon``) says so, saving the check."""
     if not (long_numbers and has_long_number(text)):
         try:
             value = orjson.loads(text)
@@ -64,7 +65,8 @@ def loads(
             pass
         else:
             unique_keys(text, value, escaped_colons=escaped_colons)
-            return value, known_storable(text)
+            storable = known_storable_document if document else known_storable
+            return value, storable(text)
     return _strict(text), False
 
 
@@ -231,6 +233,40 @@ def known_storable(text: str) -> bool:
     no U+0000 (spelled ``\\u0000`` in JSON: a raw one is not JSON), and cannot nest
     ``MAX_DEPTH`` deep, having fewer brackets than that. orjson refused the rest."""
     return _NUL not in text and text.count("[") + text.count("{") < MAX_DEPTH
+
+
+_NOT_STRUCTURE = bytes(c for c in range(256) if chr(c) not in '"[]{}')
+_AS_BRACES = bytes.maketrans(b"[]", b"{}")
+_STRING = re.compile(rb'"[^"]*"')
+
+
+def nests_at_most(text: str, levels: int) -> bool:
+    """Whether the JSON ``text`` (one that parses) nests arrays and objects at most
+    ``levels`` deep (``[]`` is one level, ``{"a": []}`` two). Without reading it into
+    values: in passes over the text in C, 0.04 s for a 15 MB transcript, against 0.17 s for
+    ``messages.json_problem`` to walk what it holds.
+
+    The escapes that could hide a quote go first (``\\`` then ``\"``, as a reader meets
+    them left to right); then all but quotes and brackets. Two quotes side by side then
+    either close a string and open the next, or make an empty one: taking them out leaves
+    every bracket as much inside a string as it was, and leaves few strings, each holding
+    a bracket, which a pattern takes out. What is left is the brackets outside strings,
+    balanced, all written as braces: each pass takes out the innermost pairs, so the
+    passes needed are the depth."""
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    shape = unescaped.encode("utf-8", "surrogatepass").translate(_AS_BRACES, _NOT_STRUCTURE)
+    braces = _STRING.sub(b"", shape.replace(b'""', b""))
+    for _ in range(levels):
+        if not braces:
+            return True
+        braces = braces.replace(b"{}", b"")
+    return not braces
+
+
+def known_storable_document(text: str) -> bool:
+    """``known_storable`` for a whole document read by orjson, of any length: it holds no
+    U+0000 and nests no deeper than ``MAX_DEPTH``, so no value in it does either."""
+    return _NUL not in text and nests_at_most(text, MAX_DEPTH)
 
 
 def dumps(value: object) -> str:

@@ -397,17 +397,20 @@ def problem_from(error: ErrorDetails, path: str = "", skip: int = 0) -> Problem:
     return Problem(where or "body", sentence)
 
 
-def parse_message(raw: object, path: str, *, json_checked: bool = False) -> Message:
+def parse_message(
+    raw: object, path: str, *, json_checked: bool = False, storable: bool = False
+) -> Message:
     """Read one message in either shape into the stored shape, or raise InvalidInput.
 
     This checks structure only (what a stored transcript must have to be kept at
     all); whether a message may be *appended* is ``appendable_problems``' question.
+    ``storable``: every value in ``raw`` is known to pass ``json_problem``.
     """
     plain = _plainly_stored(raw, json_checked=json_checked)
     if plain is None:
-        return _parse_by_model(raw, path, json_checked=json_checked)
+        return _parse_by_model(raw, path, json_checked=json_checked, storable=storable)
     role, content, metadata = plain
-    if not json_checked:  # as ``to_stored`` checks them
+    if not (json_checked or storable):  # as ``to_stored`` checks them
         try:
             _check_json(content, "content")
             _check_json(metadata, "metadata")
@@ -418,7 +421,9 @@ def parse_message(raw: object, path: str, *, json_checked: bool = False) -> Mess
     )
 
 
-def _parse_by_model(raw: object, path: str, *, json_checked: bool) -> Message:
+def _parse_by_model(
+    raw: object, path: str, *, json_checked: bool, storable: bool = False
+) -> Message:
     try:
         flat = FlatMessage.model_validate(raw)
     except ValidationError as error:
@@ -434,7 +439,7 @@ def _parse_by_model(raw: object, path: str, *, json_checked: bool) -> Message:
             metadata=metadata if metadata is not None else {},
         )
     try:
-        return flat.to_stored(json_checked=json_checked)
+        return flat.to_stored(json_checked=json_checked or storable)
     except InvalidInput as error:
         raise _placed(error, raw, path) from None
 
@@ -519,14 +524,22 @@ def _ids_first(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_messages(
-    raw: object, path: str = "messages", *, appendable: bool = False, json_checked: bool = False
+    raw: object,
+    path: str = "messages",
+    *,
+    appendable: bool = False,
+    json_checked: bool = False,
+    storable: bool = False,
 ) -> list[Message]:
     """Read a list of messages in either shape, reporting every problem of every message at
     once. With ``appendable``, a message must also meet what the append rules need of it
     (``appendable_problems``); those problems are named where the client put the key.
     With ``json_checked``, the caller vouches that every value can be stored, as the
     provider-format readers check each turn of their document (``formats.read``): the
-    walk over every value, the costliest check, is then not made twice."""
+    walk over every value, the costliest check, is then not made twice. With
+    ``storable``, the caller knows it from the text the values were read from
+    (``jsontext.known_storable_document``), and the messages are read as without it but
+    for that walk."""
     if not isinstance(raw, list):
         raise InvalidInput([Problem(path, f"must be a list of messages, not {describe(raw)}")])
     messages: list[Message] = []
@@ -534,7 +547,7 @@ def parse_messages(
     for index, item in enumerate(raw):
         where = f"{path}[{index}]"
         try:
-            message = parse_message(item, where, json_checked=json_checked)
+            message = parse_message(item, where, json_checked=json_checked, storable=storable)
         except InvalidInput as error:
             problems.extend(error.problems)
             continue

@@ -188,3 +188,47 @@ def test_a_log_line_naming_a_key_twice_is_kept_aside_as_a_line_that_is_not_json_
         'line 4, column 9: b: the key "c" appears twice',
         'line 6, column 18: b: the key "c" appears twice',
     ]
+
+
+def depth(value: object) -> int:
+    """How deeply arrays and objects nest in ``value``, by a walk: 0 for a scalar."""
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    return 0
+
+
+# Strings full of what the text's own structure is made of.
+_TRICKY = st.text(alphabet='[]{}"\\:,ab \u00e9\n', max_size=8)
+_NESTED = st.recursive(
+    st.none() | st.integers() | _TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@given(_NESTED, st.sampled_from([None, 1]), st.booleans())
+def test_a_texts_nesting_is_read_from_the_text_as_a_walk_of_its_values_finds_it(
+    value: object, indent: int | None, ascii_only: bool
+) -> None:
+    """Brackets and quotes inside strings, escaped or not, do not count."""
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    levels = depth(value)
+
+    assert jsontext.nests_at_most(text, levels)
+    assert not jsontext.nests_at_most(text, levels - 1) or levels == 0
+
+
+def test_a_document_holding_what_no_database_stores_or_nesting_too_deep_is_not_known_storable() -> (
+    None
+):
+    from buffers.healing.messages import MAX_DEPTH
+
+    assert jsontext.known_storable_document(json.dumps({"messages": [[[]]] * 3}))
+    assert not jsontext.known_storable_document(json.dumps({"a": "x\u0000y"}))
+    deep: object = "end"
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    assert jsontext.known_storable_document(json.dumps(deep))
+    assert not jsontext.known_storable_document(json.dumps([deep]))

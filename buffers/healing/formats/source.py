@@ -88,6 +88,10 @@ class Source:
     may_hold_unstorable: bool = True
     """False when the text was seen to spell neither U+0000 nor a lone surrogate, so that
     ``storable_document`` need not walk the document to find one."""
+    storable: bool = False
+    """True when every value of the ``document`` is known to be storable (``json_problem``
+    finds nothing in any: ``jsontext.known_storable_document``), so that its messages
+    need not be walked to find out."""
 
     @property
     def is_lines(self) -> bool:
