@@ -19,7 +19,6 @@ there is no hook, signal or backend through which an extension could grant one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any, Final
 
@@ -30,7 +29,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from .models import ApiToken, Conversation
-from .selectors import conversation_by_pk
+from .selectors import columns_of, conversation_by_pk, instance_from_row
 
 log = logging.getLogger("buffers")
 
@@ -147,10 +146,14 @@ def user_for_token(token: str) -> Any | None:
     longer active. Marks when the token was last used, at most once a minute."""
     now = timezone.now()
     marked_before = connection.ops.adapt_datetimefield_value(now - timedelta(minutes=1))
-    found: Any = _first(
-        User.objects.raw(_USER_OF_TOKEN, [marked_before, ApiToken.digest_of(token)])
-    )
-    if found is None or not is_real(found):
+    with connection.cursor() as cursor:
+        cursor.execute(_USER_OF_TOKEN, [marked_before, ApiToken.digest_of(token)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    found: Any = instance_from_row(User, row)
+    found.token_id, found.token_hint, found.token_unmarked = row[-3:]
+    if not is_real(found):
         return None
     if found.token_unmarked:
         try:
@@ -162,16 +165,13 @@ def user_for_token(token: str) -> Any | None:
     return found
 
 
-# Every API request asks these two: plain statements, built once (the ORM's ``get`` cost
-# three times as much to build as to run). A raw query's model fields are converted as the
-# ORM's are; its other columns are attributes of the user as the database gives them.
+# Every API request asks this: a plain statement, built once (the ORM's ``get`` cost three
+# times as much to build as to run, and a raw query set 0.2 ms in all against 0.1). The
+# user's columns are converted as the ORM converts them; the token's three are attributes
+# of the user as the database gives them.
 _USER_OF_TOKEN = f"""
-SELECT u.*, t.id AS token_id, t.hint AS token_hint,
-    (t.last_used_at IS NULL OR t.last_used_at < %s) AS token_unmarked
+SELECT {columns_of(User, "u")}, t.id, t.hint,
+    (t.last_used_at IS NULL OR t.last_used_at < %s)
 FROM {User._meta.db_table} u JOIN {ApiToken._meta.db_table} t ON t.user_id = u.id
 WHERE t.digest = %s AND t.revoked_at IS NULL
 """
-
-
-def _first[T](rows: Iterable[T]) -> T | None:
-    return next(iter(rows), None)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Min, QuerySet, Subquery
+from django.db.models import F, Min, Model, QuerySet, Subquery
 
 from . import healing
 from .healing import jsontext
@@ -20,15 +20,44 @@ from .models import (
     Message,
 )
 
+
+def columns_of(model: type[Model], table: str | None = None) -> str:
+    """Every column of ``model``'s rows, in the order ``instance_from_row`` reads them, for
+    a plain statement's SELECT (each named under ``table`` when given)."""
+    prefix = f'"{table}".' if table else ""
+    return ", ".join(f'{prefix}"{field.column}"' for field in model._meta.concrete_fields)
+
+
+def instance_from_row[M: Model](model: type[M], row: Sequence[Any]) -> M:
+    """An instance of ``model`` from a row that starts with its columns (``columns_of``),
+    as the ORM makes one: each value converted by the converters its compiler applies to
+    that column on this database, found once."""
+    values = list(row[: len(model._meta.concrete_fields)])
+    for position, converters, column in _converters(model, connection.vendor):
+        value = values[position]
+        for convert in converters:
+            value = convert(value, column, connection)
+        values[position] = value
+    names = [field.attname for field in model._meta.concrete_fields]
+    return model.from_db(connection.alias, names, values)
+
+
+@functools.cache
+def _converters(model: type[Model], vendor: str) -> list[tuple[int, list[Any], Any]]:
+    """What the ORM's compiler converts in a row of ``model`` on this database: each
+    column's position, its converters and the column they are given."""
+    compiler = model._default_manager.none().query.get_compiler(connection=connection)
+    table = model._meta.db_table
+    columns = [field.get_col(table) for field in model._meta.concrete_fields]
+    found = compiler.get_converters(columns)
+    return [(position, converters, column) for position, (converters, column) in found.items()]
+
+
 # Every column of the conversation's row, by its key: one plain statement, as reading it
 # by the ORM's ``get`` cost three times as much to build as to run, and a raw query set
-# (``Model.objects.raw``) still twice (issue 16). Its values are converted by the
-# converters the ORM's compiler would apply to these columns, found once.
-_CONVERSATION_FIELDS = Conversation._meta.concrete_fields
-_CONVERSATION_NAMES = [field.attname for field in _CONVERSATION_FIELDS]
+# (``Model.objects.raw``) still twice (issue 16).
 _CONVERSATION_BY_PK = (
-    f"SELECT {', '.join(f'"{field.column}"' for field in _CONVERSATION_FIELDS)} "
-    f'FROM "{Conversation._meta.db_table}" WHERE id = %s'
+    f'SELECT {columns_of(Conversation)} FROM "{Conversation._meta.db_table}" WHERE id = %s'
 )
 
 
@@ -39,23 +68,7 @@ def conversation_by_pk(pk: int) -> Conversation:
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(f"No conversation {pk}.")
-    values = list(row)
-    for position, converters, column in _conversation_converters(connection.vendor):
-        value = values[position]
-        for convert in converters:
-            value = convert(value, column, connection)
-        values[position] = value
-    return Conversation.from_db(connection.alias, _CONVERSATION_NAMES, values)
-
-
-@functools.cache
-def _conversation_converters(vendor: str) -> list[tuple[int, list[Any], Any]]:
-    """What the ORM's compiler converts in a conversation's row on this database: each
-    column's position, its converters and the column they are given."""
-    compiler = Conversation.objects.none().query.get_compiler(connection=connection)
-    columns = [field.get_col(Conversation._meta.db_table) for field in _CONVERSATION_FIELDS]
-    found = compiler.get_converters(columns)
-    return [(position, converters, column) for position, (converters, column) in found.items()]
+    return instance_from_row(Conversation, row)
 
 
 def conversations_newest() -> ConversationQuerySet:
