@@ -106,7 +106,9 @@ def messages_page(conversation: Conversation, *, offset: int, limit: int) -> Que
 
 
 # ``messages_page``'s rows as the pure core's messages, in plain SQL: the stored verdicts
-# read them on every append, where building the ORM query cost more than running it.
+# read them on every append, where building the ORM query cost more than running it. The
+# bounds are on the slot, so that the index of slots finds the rows in their block (as
+# ``_LAST_ROWS`` in services/appends.py).
 _CORE_MESSAGES_PAGE = """
 SELECT b.start + m.slot, m.role, m.content, m.metadata
 FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
@@ -114,7 +116,7 @@ WHERE b.conversation_id = %s
   AND b.start >= (
     SELECT MAX(start) FROM buffers_block WHERE conversation_id = %s AND start <= %s
   )
-  AND b.start < %s AND b.start + m.slot >= %s AND b.start + m.slot < %s
+  AND b.start < %s AND m.slot >= %s - b.start AND m.slot < %s - b.start
 """
 
 

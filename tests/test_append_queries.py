@@ -286,3 +286,38 @@ def test_the_one_statement_finds_its_new_rows_without_reading_the_block(settings
             DeclaredCall.objects.filter(conversation=conversation).values_list("call_id", flat=True)
         ) == ["c1", "c2"]
         assert_consistent(conversation)
+
+
+def _message_scan(sql: str, params: list[Any]) -> str:
+    """How the plan of ``sql`` finds rows of buffers_message: SQLite's SEARCH line, or
+    PostgreSQL's index conditions on it (joins by nested loop and by index, as a large
+    table makes them worth it, not as a test's few rows do)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return " ".join(str(row[-1]) for row in cursor.fetchall() if " m " in f" {row[-1]} ")
+        for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
+            cursor.execute(f"SET LOCAL {setting} = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = [row[0] for row in cursor.fetchall()]
+    return " ".join(line for line in plan if "Cond" in line and "slot" in line)
+
+
+def test_a_blocks_rows_are_found_by_their_slots_not_read_whole_and_filtered() -> None:
+    """The last rows an append reads, and a page of rows as the stored verdicts read it,
+    are bounded on the slot, which the index of slots serves: bounded on the index (start
+    plus slot), every row of the block was read, and on PostgreSQL before any ANALYZE the
+    plan read the whole table (215 ms among 1,400,000 messages, against 0.3)."""
+    from buffers.services.appends import _facts_statement
+
+    conversation = store(healthy(40))
+    last_rows, params = _facts_statement(conversation, set(), open_calls=False)
+    page = selectors._CORE_MESSAGES_PAGE
+    page_params = [conversation.pk, conversation.pk, 10, 20, 10, 20]
+
+    for scan in (_message_scan(last_rows, params), _message_scan(page, page_params)):
+        if connection.vendor == "sqlite":
+            assert "(block_id=? AND slot>? AND slot<?)" in scan, scan
+        else:
+            assert "(slot >=" in scan, scan
+            assert "(slot <" in scan, scan

@@ -150,6 +150,10 @@ JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.b
 WHERE d.conversation_id = %s AND d.answered = %s
 """
 # The last rows, which the stored verdicts read around a change at the end (``_NEAR``).
+# Their bounds are on the slot (``m.slot >= first - b.start``), not on the index
+# (``b.start + m.slot >= first``): so the index of slots finds them in their block, and
+# no plan reads the whole table to filter it (on PostgreSQL before any ANALYZE, a
+# conversation's last rows among 1,400,000 messages: 215 ms, against 0.3 ms).
 _LAST_ROWS = """
 SELECT 'last', CAST(NULL AS text), CAST(NULL AS boolean), CAST(NULL AS integer), m.id,
     m.block_id, b.start, m.slot, m.role, m.content, m.metadata
@@ -158,7 +162,7 @@ WHERE b.conversation_id = %s
   AND b.start >= (
     SELECT MAX(start) FROM buffers_block WHERE conversation_id = %s AND start <= %s
   )
-  AND b.start + m.slot >= %s AND b.start + m.slot < %s
+  AND m.slot >= %s - b.start AND m.slot < %s - b.start
 """
 
 
