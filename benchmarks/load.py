@@ -538,6 +538,12 @@ def admin(sql: str) -> None:
         connection.execute(sql)
 
 
+def server_setting(name: str) -> str:
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as connection:
+        row = connection.execute(f"SHOW {name}").fetchone()
+    return str(row[0]) if row else ""
+
+
 def main(port: int, session: int) -> None:
     user = User.objects.create_user("load")
     token = ApiToken.issue(user, "load")[1]
@@ -549,6 +555,9 @@ def main(port: int, session: int) -> None:
     print(f"FlowDrop Web under load: make serve, gunicorn with {WORKERS} workers on "
           f"{os.cpu_count()} cores, PostgreSQL; {CLIENTS} client processes; conversations of "
           f"{HISTORY} messages to begin with")  # fmt: skip
+    if server_setting("autovacuum") != "on":
+        print("PostgreSQL's autovacuum is off on this server: nothing is vacuumed or analysed "
+              "during the runs, as a production server would")  # fmt: skip
     run(port, session, token, f"{tag}w", conversations("warm", CLIENTS), 3)
 
     eight = run(port, session, token, f"{tag}a", conversations("eight", CLIENTS), DURATION)
