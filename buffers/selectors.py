@@ -96,11 +96,13 @@ def messages_page(conversation: Conversation, *, offset: int, limit: int) -> Que
     covering = Block.objects.filter(
         conversation=conversation, start__gte=Subquery(first_start), start__lt=offset + limit
     )
+    # Bounded on the slot, not on the index (start plus slot): the index of slots finds
+    # the rows in their block, as in ``_CORE_MESSAGES_PAGE``.
     page = (
         Message.objects.filter(block__in=covering.values("pk"))
         .in_buffer_order()
         .annotate(index=BUFFER_INDEX)
-        .filter(index__gte=offset, index__lt=offset + limit)
+        .filter(slot__gte=offset - F("block__start"), slot__lt=offset + limit - F("block__start"))
     )
     return page
 
