@@ -297,6 +297,12 @@ class Message(models.Model):
                 condition=Q(answers_call_id__isnull=False),
                 name="message_answers_call",
             ),
+            # The next healed placeholder ("next problem") among the placeholders alone.
+            models.Index(
+                fields=["conversation"],
+                condition=Q(is_placeholder=True),
+                name="message_placeholder",
+            ),
         ]
 
     def __str__(self) -> str:

