@@ -19,6 +19,7 @@ from django.core.management.base import CommandError
 from django.db import IntegrityError, connection
 from django.test import Client
 from django.urls import URLPattern, reverse
+from django.utils import timezone
 
 from buffers import access, services
 from buffers.models import ApiToken, Conversation
@@ -391,6 +392,27 @@ def test_a_token_stands_for_its_user_and_is_marked_used_at_most_once_a_minute(
     marked = ApiToken.objects.get(pk=row.pk).last_used_at
     assert marked is not None
     assert marked > an_hour_ago
+
+
+def test_a_tokens_user_is_read_as_the_orm_reads_the_user(people: dict[str, Any]) -> None:
+    """The plain statement's row is converted as the ORM converts it (``instance_from_row``):
+    on SQLite a boolean comes as 0 or 1 and a datetime as text, which its converters read
+    into a bool and an aware datetime."""
+    owner = people["owner"]
+    User.objects.filter(pk=owner.pk).update(
+        last_login=timezone.now() - timedelta(days=2), is_staff=True
+    )
+    _, secret = ApiToken.issue(owner, "laptop")
+
+    found = access.user_for_token(secret)
+
+    assert found is not None
+    expected = User.objects.get(pk=owner.pk)
+    for field in User._meta.concrete_fields:
+        got, want = getattr(found, field.attname), getattr(expected, field.attname)
+        assert (got, type(got)) == (want, type(want)), field.attname
+    assert found.last_login.tzinfo is not None
+    assert (found._state.adding, found._state.db) == (False, expected._state.db)
 
 
 def test_a_token_is_stored_only_as_its_digest(people: dict[str, Any]) -> None:
