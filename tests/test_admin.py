@@ -16,6 +16,7 @@ from buffers import selectors
 from buffers.models import Conversation, Message
 from tests.buffers import assistant, placeholder, result, store, user
 from tests.integrity import assert_consistent
+from tests.plans import assert_message_rows_found_by_slot
 
 pytestmark = pytest.mark.django_db
 
@@ -469,22 +470,6 @@ def test_a_conversation_page_shows_its_buffer_with_highlights_and_its_journal(
     assert "imported 3 messages" in response.text
 
 
-def _message_scan(sql: str) -> str:
-    """How the plan of ``sql`` (an ORM statement, its table unaliased) finds rows of
-    buffers_message, as ``tests.test_append_queries._message_scan`` tells it."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql)
-            return " ".join(
-                str(row[-1]) for row in cursor.fetchall() if "buffers_message" in row[-1]
-            )
-        for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
-            cursor.execute(f"SET LOCAL {setting} = off")
-        cursor.execute("EXPLAIN " + sql)
-        plan = [row[0] for row in cursor.fetchall()]
-    return " ".join(line for line in plan if "Cond" in line and "slot" in line)
-
-
 def test_a_conversation_pages_message_rows_are_found_in_their_blocks_by_slot(
     admin_client: Client,
 ) -> None:
@@ -505,12 +490,7 @@ def test_a_conversation_pages_message_rows_are_found_in_their_blocks_by_slot(
     ]
     assert len(keys) == 1, keys
 
-    scan = _message_scan(keys[0])
-    if connection.vendor == "sqlite":
-        assert "(block_id=? AND slot>? AND slot<?)" in scan, scan
-    else:
-        assert "(slot >=" in scan, scan
-        assert "(slot <" in scan, scan
+    assert_message_rows_found_by_slot(keys[0])
 
 
 @pytest.mark.parametrize("method", ["get", "post"])

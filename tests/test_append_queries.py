@@ -19,6 +19,7 @@ from buffers import healing, search, selectors, services
 from buffers.models import Block, BufferChange, Conversation, DeclaredCall, IdempotentRequest
 from tests.buffers import acting_user, assistant, keyed_api_append, parse, result, store, user
 from tests.integrity import assert_consistent
+from tests.plans import assert_message_rows_found_by_slot
 
 pytestmark = pytest.mark.django_db
 
@@ -288,21 +289,6 @@ def test_the_one_statement_finds_its_new_rows_without_reading_the_block(settings
         assert_consistent(conversation)
 
 
-def _message_scan(sql: str, params: list[Any]) -> str:
-    """How the plan of ``sql`` finds rows of buffers_message: SQLite's SEARCH line, or
-    PostgreSQL's index conditions on it (joins by nested loop and by index, as a large
-    table makes them worth it, not as a test's few rows do)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return " ".join(str(row[-1]) for row in cursor.fetchall() if " m " in f" {row[-1]} ")
-        for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
-            cursor.execute(f"SET LOCAL {setting} = off")
-        cursor.execute("EXPLAIN " + sql, params)
-        plan = [row[0] for row in cursor.fetchall()]
-    return " ".join(line for line in plan if "Cond" in line and "slot" in line)
-
-
 def test_a_blocks_rows_are_found_by_their_slots_not_read_whole_and_filtered() -> None:
     """The last rows an append reads, and a page of rows as the stored verdicts read it,
     are bounded on the slot, which the index of slots serves: bounded on the index (start
@@ -315,9 +301,5 @@ def test_a_blocks_rows_are_found_by_their_slots_not_read_whole_and_filtered() ->
     page = selectors._CORE_MESSAGES_PAGE
     page_params = [conversation.pk, conversation.pk, 10, 20, 10, 20]
 
-    for scan in (_message_scan(last_rows, params), _message_scan(page, page_params)):
-        if connection.vendor == "sqlite":
-            assert "(block_id=? AND slot>? AND slot<?)" in scan, scan
-        else:
-            assert "(slot >=" in scan, scan
-            assert "(slot <" in scan, scan
+    assert_message_rows_found_by_slot(last_rows, params)
+    assert_message_rows_found_by_slot(page, page_params)
