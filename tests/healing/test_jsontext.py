@@ -218,6 +218,8 @@ def test_a_texts_nesting_is_read_from_the_text_as_a_walk_of_its_values_finds_it(
 
     assert jsontext.nests_at_most(text, levels)
     assert not jsontext.nests_at_most(text, levels - 1) or levels == 0
+    # Not thorough, it may give up, but never says less than the truth.
+    assert not jsontext.nests_at_most(text, levels - 1, thorough=False) or levels == 0
 
 
 def test_a_document_holding_what_no_database_stores_or_nesting_too_deep_is_not_known_storable() -> (
@@ -230,5 +232,16 @@ def test_a_document_holding_what_no_database_stores_or_nesting_too_deep_is_not_k
     deep: object = "end"
     for _ in range(MAX_DEPTH):
         deep = [deep]
-    assert jsontext.known_storable_document(json.dumps(deep))
+    assert jsontext.nests_at_most(json.dumps(deep), MAX_DEPTH)
     assert not jsontext.known_storable_document(json.dumps([deep]))
+
+
+def test_a_document_whose_nesting_would_take_long_to_read_is_walked_instead() -> None:
+    towers = json.dumps(["[" * 20 + "]" * 20] * 1000).replace('"', "")
+    mixed = json.dumps({"messages": [{"role": "user", "metadata": {"a": [1, {}]}}] * 1000})
+
+    assert jsontext.nests_at_most(towers, 21)
+    assert not jsontext.nests_at_most(towers, 21, thorough=False)
+    assert not jsontext.known_storable_document(towers)
+    assert jsontext.nests_at_most(mixed, 6, thorough=False)
+    assert jsontext.known_storable_document(mixed)
