@@ -557,7 +557,7 @@ def main(port: int, session: int) -> None:
           f"{HISTORY} messages to begin with")  # fmt: skip
     if server_setting("autovacuum") != "on":
         print("PostgreSQL's autovacuum is off on this server: nothing is vacuumed or analysed "
-              "during the runs, as a production server would")  # fmt: skip
+              "during the runs, which a production server would do")  # fmt: skip
     run(port, session, token, f"{tag}w", conversations("warm", CLIENTS), 3)
 
     eight = run(port, session, token, f"{tag}a", conversations("eight", CLIENTS), DURATION)
