@@ -9,22 +9,27 @@ from typing import Any
 from django.db import connection
 
 
-def message_scan(sql: str, params: Sequence[Any] = ()) -> str:
-    """How the plan of ``sql`` finds rows of buffers_message (named, or aliased ``m``):
-    SQLite's SEARCH lines, or PostgreSQL's index conditions on slots, with joins by nested
-    loop and by index, as a large table makes them worth it (not as a test's few rows do)."""
+def plan_lines(sql: str, params: Sequence[Any] = ()) -> list[str]:
+    """The lines of ``sql``'s plan: SQLite's EXPLAIN QUERY PLAN details, or PostgreSQL's
+    EXPLAIN with joins by nested loop and by index, as a large table makes them worth it
+    (not as a test's few rows do)."""
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            details = [str(row[-1]) for row in cursor.fetchall()]
-            return " ".join(
-                d for d in details if "buffers_message " in f"{d} " or " m " in f" {d} "
-            )
+            return [str(row[-1]) for row in cursor.fetchall()]
         for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
             cursor.execute(f"SET LOCAL {setting} = off")
         cursor.execute("EXPLAIN " + sql, params)
-        plan = [row[0] for row in cursor.fetchall()]
-    return " ".join(line for line in plan if "Cond" in line and "slot" in line)
+        return [row[0] for row in cursor.fetchall()]
+
+
+def message_scan(sql: str, params: Sequence[Any] = ()) -> str:
+    """How the plan of ``sql`` finds rows of buffers_message (named, or aliased ``m``):
+    SQLite's SEARCH lines, or PostgreSQL's index conditions on slots."""
+    lines = plan_lines(sql, params)
+    if connection.vendor == "sqlite":
+        return " ".join(d for d in lines if "buffers_message " in f"{d} " or " m " in f" {d} ")
+    return " ".join(line for line in lines if "Cond" in line and "slot" in line)
 
 
 def assert_message_rows_found_by_slot(sql: str, params: Sequence[Any] = ()) -> None:

@@ -21,6 +21,7 @@ from buffers.services import Writer, with_buffer_lock
 from buffers.services.appends import _apply, _load_facts
 from tests.buffers import assistant, parse, placeholder, result, store, user
 from tests.integrity import assert_consistent
+from tests.plans import plan_lines
 from tests.test_properties import batches, buffers, messages
 
 pytestmark = pytest.mark.django_db
@@ -472,15 +473,7 @@ def test_the_next_healed_placeholder_is_found_among_the_placeholders_alone() -> 
     conversation = store([user(), assistant("a"), placeholder("a"), user(), assistant("b")])
     rows = selectors._indexed_problems(conversation, "healed_placeholder")
     assert rows is not None
-    sql, params = rows.filter(index__gt=0).query.sql_with_params()
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-        else:
-            for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
-                cursor.execute(f"SET LOCAL {setting} = off")
-            cursor.execute("EXPLAIN " + sql, params)
-        plan = " ".join(str(row) for row in cursor.fetchall())
+    plan = " ".join(plan_lines(*rows.filter(index__gt=0).query.sql_with_params()))
 
     assert "message_placeholder" in plan, plan
     assert selectors.next_problem(conversation, "healed_placeholder", 0) == 2
