@@ -44,7 +44,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from buffers import healing, selectors, services, transcripts  # noqa: E402
-from buffers.exports import EXPORT_FORMATS, export  # noqa: E402
+from buffers.exports import DOCUMENT_FORMATS, NATIVE_FORMATS, export  # noqa: E402
 from buffers.healing import formats, normalize, sendability  # noqa: E402
 from buffers.models import Conversation  # noqa: E402
 from buffers.transcripts import read_transcript  # noqa: E402
@@ -361,9 +361,10 @@ def median_of(runs: int, work: Callable[[], Any]) -> tuple[float, int]:
     return statistics.median(times), queries
 
 
-def imports(files: dict[str, bytes]) -> tuple[list[Row], Conversation]:
+def imports(files: dict[str, bytes]) -> tuple[list[Row], dict[str, Conversation]]:
+    """The import rows, and the last conversation imported from each input."""
     rows: list[Row] = []
-    from_stored: Conversation | None = None
+    imported: dict[str, Conversation] = {}
     for label, name, fmt in INPUTS:
         data = files[label]
         reads, stores, totals = [], [], []
@@ -373,8 +374,7 @@ def imports(files: dict[str, bytes]) -> tuple[list[Row], Conversation]:
             reads.append(read)
             stores.append(stored)
             totals.append(read + stored)
-            if label == "stored":
-                from_stored = conversation
+            imported[label] = conversation
         read_mb, store_mb, total_mb = import_memory(data, name, fmt)
         rows += [
             Row("import: read", label, statistics.median(reads), read_mb, queries[0]),
@@ -382,13 +382,16 @@ def imports(files: dict[str, bytes]) -> tuple[list[Row], Conversation]:
             Row("import: total", label, statistics.median(totals), total_mb, sum(queries)),
         ]
         print(f"  imported {label} ({IMPORT_RUNS} + 1 runs)", flush=True)
-    assert from_stored is not None
-    return rows, from_stored
+    return rows, imported
 
 
-def exports(conversation: Conversation) -> list[Row]:
+def exports(imported: dict[str, Conversation]) -> list[Row]:
+    """The stored transcript in every document format, and each runtime's session written
+    back as a session of that runtime (healed)."""
     rows: list[Row] = []
-    for fmt in EXPORT_FORMATS:
+    sources = [(fmt, imported["stored"]) for fmt in DOCUMENT_FORMATS]
+    sources += [(fmt, imported[fmt]) for fmt in NATIVE_FORMATS]
+    for fmt, conversation in sources:
         work = partial(export, conversation, fmt)
         seconds, queries = median_of(EXPORT_RUNS, work)
         _, mb = peak_mb(work)
@@ -426,10 +429,10 @@ def main() -> None:
     for label, name, fmt in INPUTS:
         print(f"  {label:<18} {name:<12} read as {fmt:<18} {len(files[label]) / 1e6:>6.1f} MB")
     print("\nWorking")
-    import_rows, conversation = imports(files)
-    buffer = selectors.buffer_messages(conversation)
+    import_rows, imported = imports(files)
+    buffer = selectors.buffer_messages(imported["stored"])
     assert buffer == messages, "the stored buffer must be the transcript, as it was given"
-    rows = import_rows + exports(conversation) + buffer_work(buffer)
+    rows = import_rows + exports(imported) + buffer_work(buffer)
 
     print(f"\n{'operation':<32}{'format':<18}{'median s':>9}{'peak MB':>9}{'queries':>9}  target")
     for row in rows:
