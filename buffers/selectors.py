@@ -149,10 +149,27 @@ def json_column(value: Any) -> Any:
     return jsontext.loads_stored(value) if isinstance(value, str) else value
 
 
+_BUFFER = """
+SELECT m.role, m.content, m.metadata
+FROM buffers_block b JOIN buffers_message m ON m.block_id = b.id
+WHERE b.conversation_id = %s
+ORDER BY b.start, m.slot
+"""
+
+
 def buffer_messages(conversation: Conversation) -> list[healing.Message]:
-    """The whole buffer, in order, as the pure core's messages."""
-    rows = Message.objects.filter(conversation=conversation).in_buffer_order()
-    return [row.as_core() for row in rows.only("role", "content", "metadata")]
+    """The whole buffer, in order, as the pure core's messages. In plain SQL, its JSON read
+    as ``core_messages_page`` reads it: through the ORM (a model instance a row, the JSON
+    read by the standard library's parser) a 100,000-message Claude Code session, whose
+    rows keep their event lines, took 4.6 s to read for its export."""
+    with connection.cursor() as cursor:
+        cursor.execute(_BUFFER, [conversation.pk])
+        return [
+            healing.Message.model_construct(
+                role=role, content=json_column(content), metadata=json_column(metadata)
+            )
+            for role, content, metadata in cursor
+        ]
 
 
 def window_facts(
