@@ -42,13 +42,14 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
+from buffers.healing import jsontext
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import is_placeholder, usable_id
 from buffers.healing.messages import Message
 
 from . import anthropic
 from .claude_code_events import CHAIN, ENVELOPE, SPACE, block_ids, rewound_to, text_or_none
-from .common import declared, json_text, namespace
+from .common import declared, namespace
 
 
 def write_native(messages: Sequence[Message], metadata: Mapping[str, Any]) -> str:
@@ -308,8 +309,8 @@ class _Writer:
                 events.add(line["uuid"])
             elif (rewound := rewound_to(line)) is not None and rewound in events:
                 leaf = self.rechain.get(rewound, rewound)
-            written.append(json_text(line) or "{}")
-        return "".join(f"{text}\n" for text in written)
+            written.append(jsontext.dumps(line))
+        return "\n".join([*written, ""])
 
     def rechained(self, line: dict[str, Any]) -> dict[str, Any]:
         if not self.reparent and not self.rechain:

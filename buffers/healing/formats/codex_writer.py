@@ -33,12 +33,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from buffers.healing import jsontext
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import is_placeholder, usable_id
 from buffers.healing.messages import Message
 
 from . import openai_responses
-from .common import Call, declared, json_text, namespace, without
+from .common import Call, declared, namespace, without
 
 SPACE = "codex"
 """The metadata key of what the reader keeps for the writer (per message, per call, per
@@ -190,7 +191,7 @@ class _Writer:
         stamp = line.get("timestamp")
         if isinstance(stamp, str):
             self.timestamp = stamp
-        self.lines.append(json_text(line) or "{}")
+        self.lines.append(jsontext.dumps(line))
 
 
 def _numbered(line: dict[str, Any], ordinal: int) -> dict[str, Any]:
