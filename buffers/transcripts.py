@@ -171,12 +171,13 @@ def read_transcript(
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidInput([Problem(name, f"is not UTF-8 text (byte {error.start})")]) from None
+    long_numbers = jsontext.has_long_number(data)
     # Each form of a transcript is let go once the next is made (unless the caller holds
     # it): the bytes, the text, then what it holds; a long one is large in each.
     del data
     try:
         with cyclic_gc_paused():
-            source = text_source(text, jsonl=name.endswith(".jsonl"))
+            source = text_source(text, jsonl=name.endswith(".jsonl"), long_numbers=long_numbers)
             del text
             reading = read_source(source, format, PurePath(name).stem)
     except InvalidInput as error:
@@ -209,15 +210,18 @@ def check_size(name: str, size: int, max_bytes: int | None = None, *, advice: st
         raise InvalidInput([Problem(name, sentence)])
 
 
-def text_source(text: str, *, jsonl: bool) -> formats.Source:
+def text_source(text: str, *, jsonl: bool, long_numbers: bool | None = None) -> formats.Source:
     """A transcript's text as the readers see it: JSONL lines, or one JSON document. A
     ``.json`` file that holds several JSON values one after another is read as lines: one
     value per line, or values spread over lines each (what OpenTelemetry's console
-    exporters print)."""
+    exporters print). ``long_numbers``: whether the text may hold a number of 19 digits
+    or more (``jsontext.has_long_number``), when the caller asked already."""
     if jsonl:
-        return formats.parse_lines(text)
+        return formats.parse_lines(text, long_numbers=long_numbers)
     try:
-        document, storable = jsontext.loads(text, document=True)
+        document, storable = jsontext.loads(
+            text, document=True, long_numbers=long_numbers is not False
+        )
         return formats.Source(
             document=document, may_hold_unstorable=may_hold_unstorable(text), storable=storable
         )
@@ -225,7 +229,7 @@ def text_source(text: str, *, jsonl: bool) -> formats.Source:
         if error.msg == "Extra data" or (
             isinstance(error, jsontext.DuplicateKey) and _several_values(text)
         ):
-            lines = formats.parse_lines(text)
+            lines = formats.parse_lines(text, long_numbers=long_numbers)
             return lines if lines.lines else formats.parse_values(text)
         place = f"line {error.lineno}, column {error.colno}"
         if isinstance(error, jsontext.DuplicateKey):

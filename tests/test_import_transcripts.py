@@ -226,6 +226,22 @@ def test_a_jsonl_line_may_hold_unicode_line_separators_inside_its_strings(
     assert buffer(Conversation.objects.get()) == [{"role": "user", "content": text, "metadata": {}}]
 
 
+@pytest.mark.parametrize("bom", ["", "\ufeff"], ids=["plain", "with a BOM"])
+@pytest.mark.parametrize("name", ["numbers.json", "numbers.jsonl"])
+def test_a_number_beyond_64_bits_is_stored_exactly(tmp_path: Path, name: str, bom: str) -> None:
+    """The file is asked once, as bytes, whether it may hold such a number; then read as
+    the standard library reads it, not as orjson would (a float)."""
+    exact = 123456789012345678901234
+    text = json.dumps({"messages": [{"role": "user", "content": "hi", "metadata": {"n": exact}}]})
+    path = tmp_path / name
+    path.write_text(bom + text + "\n", encoding="utf-8")
+
+    import_files(path)
+
+    [stored] = buffer(Conversation.objects.get())
+    assert stored["metadata"]["n"] == exact and isinstance(stored["metadata"]["n"], int)
+
+
 def test_structured_content_is_kept_as_sent_not_flattened(tmp_path: Path) -> None:
     parts = [
         {"type": "text", "text": "What is in this picture?"},

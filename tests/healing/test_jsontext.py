@@ -61,6 +61,17 @@ def test_long_digit_runs_inside_strings_do_not_slow_reading_down() -> None:
     assert jsontext.has_long_number('{"n": 17000000000000000000}')
 
 
+@given(VALUES)
+def test_a_files_bytes_say_what_its_text_says_of_long_numbers(value: object) -> None:
+    """A file is asked once, as the bytes it came in (the text it decodes to, BOM
+    dropped, is not encoded again to be asked)."""
+    text = json.dumps(value, ensure_ascii=False)
+
+    for written in (text, "\ufeff" + text):
+        as_bytes = written.encode("utf-8", "surrogatepass")
+        assert jsontext.has_long_number(as_bytes) == jsontext.has_long_number(text)
+
+
 def test_what_cannot_be_stored_is_never_said_to_be_storable() -> None:
     for text in ['"\\u0000"', '"\\ud800"', "NaN", "[1e400]", "[" * 70 + "]" * 70]:
         assert jsontext.loads(text)[1] is False

@@ -158,13 +158,15 @@ def _kinds(values: Sequence[object]) -> str:
     return ", ".join(f"{count} {kind}" for kind, count in kinds.items())
 
 
-def parse_lines(text: str) -> Source:
+def parse_lines(text: str, *, long_numbers: bool | None = None) -> Source:
     """A JSONL text as a Source. Lines end at ``\\n`` only: ``str.splitlines()`` would also
-    split at U+2028, U+0085 and the like, which JSON strings may hold unescaped."""
+    split at U+2028, U+0085 and the like, which JSON strings may hold unescaped.
+    ``long_numbers``: ``jsontext.has_long_number`` of the text, when the caller knows it."""
     lines: list[Entry] = []
     unreadable: list[Skipped] = []
     altered: list[Altered] = []
-    long_numbers = jsontext.has_long_number(text)
+    if long_numbers is None:
+        long_numbers = jsontext.has_long_number(text)
     escaped_colons = jsontext.has_escaped_colon(text)
     for number, line in enumerate(_lines(text), start=1):
         if not line or line.isspace():
