@@ -156,3 +156,69 @@ def test_postgresql_sessions_run_without_the_jit_compiler() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone() == ("off",)
+
+
+# A worker keeps its PostgreSQL connection between requests (CONN_MAX_AGE), and checks it
+# before a request uses it, so that a restarted server is no error.
+
+
+def _server_side(pid: int) -> tuple[str, str] | None:
+    """What the server says of the backend ``pid``: its state and last statement, asked
+    over a connection of its own; None once it has gone."""
+    import psycopg
+    from django.db import connection
+
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        row = other.execute(
+            "SELECT state, query FROM pg_stat_activity WHERE pid = %s", [pid]
+        ).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def _next_request() -> None:
+    """What Django does between two requests of a worker (``close_old_connections``)."""
+    from django.db import connection
+
+    connection.close_if_unusable_or_obsolete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sound_idle_connection_is_taken_for_the_next_request_without_a_statement() -> None:
+    """The check looks at the connection's socket: an idle connection the server has not
+    ended has nothing to read. Asking the server (``SELECT 1``) cost every request a round
+    trip (benchmarks/load.py)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's connections are kept between requests")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 'the last statement'")
+    pid = connection.connection.info.backend_pid
+    _next_request()
+
+    connection.close_if_health_check_failed()
+
+    assert connection.connection.info.backend_pid == pid
+    assert _server_side(pid) == ("idle", "SELECT 'the last statement'")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_it() -> None:
+    import psycopg
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's connections are kept between requests")
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    for _ in range(100):  # the server ends it a moment later
+        if _server_side(pid) is None:
+            break
+        time.sleep(0.02)
+    _next_request()
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] != pid

@@ -239,7 +239,8 @@ def test_a_number_beyond_64_bits_is_stored_exactly(tmp_path: Path, name: str, bo
     import_files(path)
 
     [stored] = buffer(Conversation.objects.get())
-    assert stored["metadata"]["n"] == exact and isinstance(stored["metadata"]["n"], int)
+    assert stored["metadata"]["n"] == exact
+    assert isinstance(stored["metadata"]["n"], int)
 
 
 def test_structured_content_is_kept_as_sent_not_flattened(tmp_path: Path) -> None:
