@@ -133,10 +133,6 @@ else:
     # append in benchmarks/load.py. Checked before reuse, so a restarted server is no error.
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", "60"))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # Django's backend, whose check looks at the connection's socket before it asks the
-    # server (flowdrop_web/postgresql/base.py).
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "flowdrop_web.postgresql"
     # No JIT: it compiles any query the planner costs above a threshold (~30 ms for a
     # search over a few rows whose estimate is high); a web app's queries are short.
     options = DATABASES["default"].setdefault("OPTIONS", {})

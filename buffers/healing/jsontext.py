@@ -47,8 +47,7 @@ def has_long_number(text: str | bytes) -> bool:
     a string after a letter or a quote is not one (a nanosecond timestamp in quotes, an id
     like ``msg_000…``); one after a space in a string is taken for one, which only costs
     the slower reading. Fast: one pass in C over the whole text. A file is asked as the
-    UTF-8 bytes it came in, BOM or not, sparing the text's encoding (a 113 MB Claude Code
-    session read in 3.24 s against 3.30, medians of six runs side by side)."""
+    UTF-8 bytes it came in, BOM or not, sparing the text's encoding."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     shapes = raw.translate(_SHAPES)
     first = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0

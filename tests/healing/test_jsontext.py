@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 
 import pytest
@@ -70,6 +71,11 @@ def test_a_files_bytes_say_what_its_text_says_of_long_numbers(value: object) -> 
     for written in (text, "\ufeff" + text):
         as_bytes = written.encode("utf-8", "surrogatepass")
         assert jsontext.has_long_number(as_bytes) == jsontext.has_long_number(text)
+
+
+def test_a_file_that_is_a_long_number_says_so_after_its_bom() -> None:
+    assert jsontext.has_long_number(codecs.BOM_UTF8 + b"12345678901234567890")
+    assert not jsontext.has_long_number(codecs.BOM_UTF8 + b"1234567890")
 
 
 def test_what_cannot_be_stored_is_never_said_to_be_storable() -> None:
