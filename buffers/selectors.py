@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
 from django.db.models import F, Min, Model, QuerySet, Subquery
@@ -132,16 +132,15 @@ def core_messages_page(
             _CORE_MESSAGES_PAGE, [conversation.pk, conversation.pk, offset, end, offset, end]
         )
         rows = cursor.fetchall()
-    # as Message.as_core, without a model instance per row
-    return [
-        (
-            index,
-            healing.Message.model_construct(
-                role=role, content=json_column(content), metadata=json_column(metadata)
-            ),
-        )
-        for index, role, content, metadata in rows
-    ]
+    return [(index, _core_message(*columns)) for index, *columns in rows]
+
+
+def _core_message(role: str, content: Any, metadata: Any) -> healing.Message:
+    """A message row's columns, as a cursor gives them, as the pure core's message: what
+    ``Message.as_core`` makes, without a model instance."""
+    return healing.Message.model_construct(
+        role=cast(healing.Role, role), content=json_column(content), metadata=json_column(metadata)
+    )
 
 
 def json_column(value: Any) -> Any:
@@ -164,12 +163,7 @@ def buffer_messages(conversation: Conversation) -> list[healing.Message]:
     rows keep their event lines, took 4.6 s to read for its export."""
     with connection.cursor() as cursor:
         cursor.execute(_BUFFER, [conversation.pk])
-        return [
-            healing.Message.model_construct(
-                role=role, content=json_column(content), metadata=json_column(metadata)
-            )
-            for role, content, metadata in cursor
-        ]
+        return [_core_message(*columns) for columns in cursor]
 
 
 def window_facts(
