@@ -69,6 +69,10 @@ class Read(NamedTuple):
     """``result_call_id``: the call a tool result answers."""
     left_out: bool
     """``left_out``: a kept Responses item that only the Responses exporter writes."""
+    has_media: bool
+    """Whether its content holds a part that is not text (``media.part_family``): only
+    such a part can be refused (``refused_part``), so a message without one is read for
+    it once, not once per provider."""
 
 
 Indexed = Iterable[Read]
@@ -158,7 +162,12 @@ def _read(messages: Sequence[Message], start: int = 0) -> Iterator[Read]:
             calls,
             result_call_id(message),
             not calls and isinstance(message.metadata.get("responses_item"), dict),
+            _has_media(message.content),
         )
+
+
+def _has_media(content: object) -> bool:
+    return isinstance(content, list) and any(media.part_family(p) is not None for p in content)
 
 
 def _check(read: Iterable[Read], provider: str) -> Verdict:
@@ -236,7 +245,9 @@ def _refused_parts(messages: Indexed, provider: str, found: list[Rejection]) -> 
     consumed. A kept Responses item is written as it was kept, not from its content."""
     for seen in messages:
         yield seen
-        part = None if seen.left_out else refused_part(seen.message, provider)
+        part = (
+            refused_part(seen.message, provider) if seen.has_media and not seen.left_out else None
+        )
         if part is not None:
             found.append(_refused(seen, provider, *part))
 
@@ -354,7 +365,7 @@ def _adjacent_results(
             if at is None and turn is not None
         )
 
-    for index, message, calls, cid, _ in messages:
+    for index, message, calls, cid, _, _ in messages:
         if message.role == "system" and lift_system:
             continue
         if message.role != "tool":
@@ -413,7 +424,7 @@ def _results_after_calls(messages: Indexed) -> list[Rejection]:
     output a call somewhere before it. The first declaration of an id owns it (A4)."""
     found: list[Rejection] = []
     calls: dict[str, tuple[int, bool]] = {}
-    for index, message, declared, result, _ in messages:
+    for index, message, declared, result, _, _ in messages:
         if message.role == "assistant":
             found.extend(_unusable_calls(index, declared))
             for _, cid in declared:
@@ -468,7 +479,7 @@ def _gemini_turns(messages: Indexed) -> list[Rejection]:
             )
         )
 
-    for index, message, calls, result, _ in messages:
+    for index, message, calls, result, _, _ in messages:
         if message.role == "system":
             continue
         if message.role == "tool":
