@@ -6,6 +6,7 @@ import ctypes
 import gc
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
@@ -143,9 +144,9 @@ _PR_SET_PDEATHSIG = 1
 def _send_results(
     works: Sequence[Callable[[], object]], results: Connection, reading: Connection, parent: int
 ) -> None:
-    """In the forked copy: every work's result, then each sent. Not each as it is known:
-    a pipe holds 64 KB, so a large result waits in it until the process reads it, and the
-    next work with it.
+    """In the forked copy: each work's result, sent as soon as it is known by a thread of
+    the copy's own while the next work goes on (a pipe holds 64 KB: a large result waits
+    in it until the process reads it, and the sending thread with it, not the work).
 
     The copy is the process's own, and ends with it: it holds none of its signal handlers
     (a gunicorn worker's SIGTERM only asks the worker to stop, and the copy would outlive
@@ -158,17 +159,27 @@ def _send_results(
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it ended before the kernel was asked
         return
-    computed = []
+    computed: queue.SimpleQueue[object] = queue.SimpleQueue()
+    sender = threading.Thread(target=_send_each, args=(computed, results))
+    sender.start()
     for work in works:
         try:
-            computed.append(work())
+            computed.put(work())
         except Exception:  # computed again where it is asked for, and raised there
             break
-    try:
-        for result in computed:
+    computed.put(_ALL_SENT)
+    sender.join()
+
+
+_ALL_SENT = object()
+
+
+def _send_each(computed: queue.SimpleQueue[object], results: Connection) -> None:
+    while (result := computed.get()) is not _ALL_SENT:
+        try:
             results.send(result)
-    except OSError:  # the process that wanted them has ended
-        return
+        except OSError:  # the process that wanted them has ended
+            return
 
 
 def _signals_as_default() -> None:

@@ -38,11 +38,35 @@ def results_in_order() -> tuple[int, list[tuple[int, object]]]:
 def a_killed_copy() -> tuple[int, list[tuple[int, object]]]:
     here = os.getpid()
     works = [
-        functools.partial(where_and, "words"),
-        functools.partial(dies_in_a_copy, "tally", here),
+        functools.partial(dies_in_a_copy, "words", here),
+        functools.partial(where_and, "tally"),
     ]
     with bulk.Aside(works) as aside:
         return here, [aside.next_result(), aside.next_result()]
+
+
+def dies_in_a_copy_once(path: Path, value: object, forked_from: int) -> tuple[int, object]:
+    """In a copy, waits until ``path`` exists (10 s at most), then dies."""
+    if os.getpid() != forked_from:
+        deadline = time.monotonic() + 10
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return os.getpid(), value
+
+
+def a_result_taken_while_the_copy_works_on(path: Path) -> tuple[int, list[tuple[int, object]]]:
+    """The copy works on the tally until the words it found are taken (``path`` is made
+    once they are), then dies; what each ``next_result()`` gave."""
+    here = os.getpid()
+    works = [
+        functools.partial(where_and, "words"),
+        functools.partial(dies_in_a_copy_once, path, "tally", here),
+    ]
+    with bulk.Aside(works) as aside:
+        words = aside.next_result()
+        path.touch()
+        return here, [words, aside.next_result()]
 
 
 def a_failing_work(first: bool) -> tuple[int, tuple[int, object] | str, tuple[int, object] | str]:

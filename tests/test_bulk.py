@@ -32,6 +32,7 @@ from tests.aside_cases import (
     a_daemons_work,
     a_failing_work,
     a_killed_copy,
+    a_result_taken_while_the_copy_works_on,
     copies_made_by_the_command,
     results_in_order,
     where_and,
@@ -61,6 +62,19 @@ def test_what_a_killed_copy_did_not_send_is_done_here() -> None:
     here, [words, tally] = in_a_new_process(a_killed_copy)
 
     assert words == (here, "words")
+    assert tally == (here, "tally")
+
+
+def test_a_result_is_sent_as_soon_as_it_is_known_while_the_copy_works_on(tmp_path: Path) -> None:
+    """The import files the words while the copy counts the tally: had the copy sent
+    nothing before its last work was done, the words would have been found here."""
+    taken = tmp_path / "words-taken"
+    here, [words, tally] = in_a_new_process(
+        functools.partial(a_result_taken_while_the_copy_works_on, taken)
+    )
+
+    assert words[1] == "words"
+    assert words[0] != here
     assert tally == (here, "tally")
 
 
