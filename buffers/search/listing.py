@@ -106,13 +106,18 @@ def matching_conversations(
         return Matching(titles if titles else Q(pk__in=[]))
     # The ids written into the statement (integers from the database): as parameters,
     # Django would prepare and the driver quote thousands of them, twice, for the count and
-    # the page (20 ms), where the database takes 2 ms.
-    listed = ", ".join(str(int(pk)) for pk in ids)
-    column = "buffers_conversation.id"
-    if connection.vendor == "sqlite" and not narrowed and len(ids) * sampled_share >= SCAN_FROM:
-        column = f"+{column}"  # not usable by an index: the list's order is walked instead
-    among = RawSQL(f"{column} IN ({listed})", (), output_field=BooleanField())
-    return Matching(Q(among) | titles)
+    # the page (20 ms), where the database takes 2 ms. PostgreSQL reads them as one array
+    # constant: a list of 5,050 constants took it 6 to 7 ms to parse and plan, twice.
+    if connection.vendor == "postgresql":
+        array = ",".join(str(int(pk)) for pk in ids)
+        condition = f"buffers_conversation.id = ANY('{{{array}}}'::bigint[])"
+    else:
+        listed = ", ".join(str(int(pk)) for pk in ids)
+        column = "buffers_conversation.id"
+        if not narrowed and len(ids) * sampled_share >= SCAN_FROM:
+            column = f"+{column}"  # not usable by an index: the list's order is walked instead
+        condition = f"{column} IN ({listed})"
+    return Matching(Q(RawSQL(condition, (), output_field=BooleanField())) | titles)
 
 
 def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[int], bool, float]:
