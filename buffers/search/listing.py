@@ -3,6 +3,7 @@ the first hit of each listed one for its snippet (``first_hits``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,34 +97,37 @@ def matching_conversations(
         return Matching(Q(pk__in=[]))
     cap = MATCH_CAP if cap is None else cap
     share = COMMON_SHARE if common_share is None else common_share
-    ids, common, sampled_share = _matching_ids(words, cap, share)
-    if common or len(ids) > cap:
+    listed, found, common, sampled_share = _matching_ids(words, cap, share)
+    if common or found > cap:
         return Matching(Q(_each_conversation_holds(words)), per_conversation=True)
     # PostgreSQL's ids include the conversations whose title and source match: ORed with
     # their index's condition, the planner walked the list's whole order instead.
     titles = Q() if connection.vendor == "postgresql" else _titles_match(words)
-    if not ids:
+    if not found:
         return Matching(titles if titles else Q(pk__in=[]))
-    # The ids written into the statement (integers from the database): as parameters,
-    # Django would prepare and the driver quote thousands of them, twice, for the count and
-    # the page (20 ms), where the database takes 2 ms. PostgreSQL reads them as one array
-    # constant: a list of 5,050 constants took it 6 to 7 ms to parse and plan, twice.
+    # The ids written into the statement, as the database wrote them out (digits and
+    # commas, checked): as parameters, Django would prepare and the driver quote
+    # thousands of them, twice, for the count and the page (20 ms), where the database
+    # takes 2 ms. PostgreSQL reads them as one array constant: a list of 5,050 constants
+    # took it 6 to 7 ms to parse and plan, twice.
     if connection.vendor == "postgresql":
-        array = ",".join(str(int(pk)) for pk in ids)
-        condition = f"buffers_conversation.id = ANY('{{{array}}}'::bigint[])"
+        condition = f"buffers_conversation.id = ANY('{{{listed}}}'::bigint[])"
     else:
-        listed = ", ".join(str(int(pk)) for pk in ids)
         column = "buffers_conversation.id"
-        if not narrowed and len(ids) * sampled_share >= SCAN_FROM:
+        if not narrowed and found * sampled_share >= SCAN_FROM:
             column = f"+{column}"  # not usable by an index: the list's order is walked instead
         condition = f"{column} IN ({listed})"
     return Matching(Q(RawSQL(condition, (), output_field=BooleanField())) | titles)
 
 
-def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[int], bool, float]:
+_IDS = re.compile(r"[0-9]+(?:,[0-9]+)*")
+
+
+def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[str, int, bool, float]:
     """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
-    whose title and source match), whether the sample found the word common (then no ids
-    are read), and, on SQLite, the share of the sample that holds the words (else 0)."""
+    whose title and source match), as the database lists them (``1,21,41``: one row, not
+    a row an id), and how many; whether the sample found the word common (then no ids
+    are read); and, on SQLite, the share of the sample that holds the words (else 0)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             query = pg_query(words)
@@ -132,40 +136,47 @@ def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[list[in
             # the GIN index (never the btree walked in order, all of it for a rare word).
             cursor.execute(
                 _sample_sql(_pg_conversation_holds("c.id"))
-                + "SELECT NULL FROM sample WHERE common UNION ALL ("
-                "SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
+                + "SELECT sample.common, 0.0, (SELECT string_agg(m.id::text, ',') "
+                "FROM (SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
                 "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
                 "UNION ALL (SELECT c.id FROM buffers_conversation c "
                 f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery OFFSET 0)) m "
-                "WHERE NOT (SELECT common FROM sample) LIMIT %s)",
+                "WHERE NOT sample.common LIMIT %s) m) FROM sample",
                 [*_sample_parameters([query], share), query, query, max(cap + 1, 0)],
             )
         else:
             # FTS5 gives a word's rows as it finds them, so DISTINCT ... LIMIT stops early,
             # but it gathers every match of a prefix before the first (18 ms for "report"
-            # over a million messages): the sample keeps such words from asking.
+            # over a million messages): the sample keeps such words from asking. Each
+            # match's conversation is read from the rows as FTS5 keeps them (its
+            # ``_content`` shadow table, whose columns are the table's: c0 the words, c1
+            # the conversation; fts5.html, appendix B), sparing the virtual table's cost
+            # per row (5,050 matches: 8-9 ms through it, 5-6 ms so).
             holds, needles = _sqlite_words_held(words)
             cursor.execute(
                 _sample_sql(
                     "EXISTS (SELECT 1 FROM buffers_message m JOIN buffers_messagesearch s "
                     f"ON s.rowid = m.id WHERE m.conversation_id = c.id AND {holds})"
                 )
-                + "SELECT NULL, 0.0 FROM sample WHERE common UNION ALL SELECT "
-                "p.conversation_id, sample.share FROM sample CROSS JOIN (SELECT DISTINCT "
-                "conversation_id "
-                "FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s LIMIT %s) p "
-                "WHERE NOT sample.common",
+                + "SELECT sample.common, sample.share, CASE WHEN sample.common THEN NULL "
+                "ELSE (SELECT group_concat(p.id) FROM (SELECT DISTINCT c.c1 AS id FROM "
+                "(SELECT rowid FROM buffers_messagesearch WHERE buffers_messagesearch "
+                "MATCH %s) r JOIN buffers_messagesearch_content c ON c.id = r.rowid "
+                "LIMIT %s) p) END FROM sample",
                 [
                     *_sample_parameters(needles, share),
                     f"body : ({fts_body(words)})",
                     max(cap + 1, 0),
                 ],
             )
-        rows = cursor.fetchall()
-    if any(row[0] is None for row in rows):
-        return [], True, 0.0
-    share = float(rows[0][1]) if rows and len(rows[0]) > 1 else 0.0
-    return [int(row[0]) for row in rows], False, share
+        common, sampled_share, listed = cursor.fetchone()
+    if common:
+        return "", 0, True, 0.0
+    listed = listed or ""
+    if listed and not _IDS.fullmatch(listed):
+        raise ValueError(f"the search index gave conversation ids that are not: {listed[:50]!r}")
+    found = listed.count(",") + 1 if listed else 0
+    return listed, found, False, float(sampled_share)
 
 
 def _sample_sql(holds: str) -> str:
