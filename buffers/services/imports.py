@@ -18,6 +18,7 @@ from buffers.bulk import Aside, cyclic_gc_paused
 from buffers.healing import jsontext
 from buffers.models import Action, Block, Conversation, DeclaredCall, Message, Scope
 
+from .checkpoints import copied_apart
 from .journal import Actor, Writer
 from .layout import _INSERT_BATCH
 from .locking import _in_bounded_transaction
@@ -47,6 +48,11 @@ ASIDE_FROM = 20_000
 """The length from which an import finds its words and tally in a copy of its process
 (``bulk.Aside``): forking one costs some milliseconds, and the copy the memory it
 touches."""
+
+
+LOG_APART_FROM = 20_000
+"""The length from which an import's commit on SQLite leaves copying the write-ahead log
+into the database file to a thread (``checkpoints.copied_apart``)."""
 
 
 def import_conversations(
@@ -121,7 +127,9 @@ def import_conversations(
             created.append(conversation)
         return created
 
-    with cyclic_gc_paused():  # a hundred thousand rows at once: see buffers.bulk
+    long = sum(len(incoming.messages) for incoming in conversations) >= LOG_APART_FROM
+    # A hundred thousand rows at once: see buffers.bulk and .checkpoints.
+    with cyclic_gc_paused(), copied_apart(long):
         return _in_bounded_transaction(store_all, "import")
 
 
