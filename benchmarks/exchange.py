@@ -328,7 +328,7 @@ def import_timed(
         [conversation] = services.import_conversations(conversations, via="bench")
         stored = time.perf_counter() - start
     start = time.perf_counter()
-    checkpoints.wait_for_copies()
+    checkpoints.wait_for_checkpoints()
     copied = time.perf_counter() - start
     expected = LENGTH - (fmt == "claude-code")  # a session does not log the system prompt
     assert conversation.message_count == expected, (name, fmt, conversation.message_count)
@@ -347,7 +347,7 @@ def import_memory(data: bytes, name: str, fmt: str) -> tuple[float, float, float
         store_peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    checkpoints.wait_for_copies()
+    checkpoints.wait_for_checkpoints()
     mb = 1e6
     return (
         (read_peak - before) / mb,

@@ -147,7 +147,7 @@ def import_once(path: Path) -> tuple[float, float, float]:
     # SQLite's write-ahead log, copied into the database file by a thread once the import
     # has committed (services.checkpoints): waited for, outside the import's time, so that
     # the next import starts as this one did.
-    checkpoints.wait_for_copies()
+    checkpoints.wait_for_checkpoints()
     assert conversation.message_count >= LENGTH - 1, conversation.message_count
     return read, stored, cpu
 
@@ -164,7 +164,7 @@ def peak_mb(path: Path) -> tuple[float, float]:
         store_peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    checkpoints.wait_for_copies()
+    checkpoints.wait_for_checkpoints()
     return (read_peak - before) / 1e6, (store_peak - after_read) / 1e6
 
 

@@ -144,8 +144,8 @@ _PR_SET_PDEATHSIG = 1
 def _send_results(
     works: Sequence[Callable[[], object]], results: Connection, reading: Connection, parent: int
 ) -> None:
-    """In the forked copy: each work's result, sent as soon as it is known by a thread of
-    the copy's own while the next work goes on (a pipe holds 64 KB: a large result waits
+    """In the forked copy: each work's result, sent by a thread of the copy's own as soon
+    as it is known, while the next work goes on (a pipe holds 64 KB: a large result waits
     in it until the process reads it, and the sending thread with it, not the work).
 
     The copy is the process's own, and ends with it: it holds none of its signal handlers
@@ -162,20 +162,22 @@ def _send_results(
     computed: queue.SimpleQueue[object] = queue.SimpleQueue()
     sender = threading.Thread(target=_send_each, args=(computed, results))
     sender.start()
-    for work in works:
-        try:
-            computed.put(work())
-        except Exception:  # computed again where it is asked for, and raised there
-            break
-    computed.put(_ALL_SENT)
-    sender.join()
+    try:
+        for work in works:
+            try:
+                computed.put(work())
+            except Exception:  # computed again where it is asked for, and raised there
+                break
+    finally:  # whatever ends the works (SystemExit too), the sender ends with them
+        computed.put(_NO_MORE)
+        sender.join()
 
 
-_ALL_SENT = object()
+_NO_MORE = object()
 
 
 def _send_each(computed: queue.SimpleQueue[object], results: Connection) -> None:
-    while (result := computed.get()) is not _ALL_SENT:
+    while (result := computed.get()) is not _NO_MORE:
         try:
             results.send(result)
         except OSError:  # the process that wanted them has ended

@@ -7,6 +7,7 @@ import functools
 import io
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +46,25 @@ def a_killed_copy() -> tuple[int, list[tuple[int, object]]]:
         return here, [aside.next_result(), aside.next_result()]
 
 
-def dies_in_a_copy_once(path: Path, value: object, forked_from: int) -> tuple[int, object]:
+def exits_in_a_copy(value: object, forked_from: int) -> tuple[int, object]:
+    if os.getpid() != forked_from:
+        sys.exit(3)
+    return os.getpid(), value
+
+
+def a_copy_that_exits() -> tuple[int, tuple[int, object]]:
+    """The copy's work ends it with ``sys.exit`` (a ``SystemExit``, not an ``Exception``):
+    what ``next_result()`` gives, or an alarm after 20 s if it waits for ever."""
+    here = os.getpid()
+    signal.alarm(20)
+    try:
+        with bulk.Aside([functools.partial(exits_in_a_copy, "tally", here)]) as aside:
+            return here, aside.next_result()
+    finally:
+        signal.alarm(0)
+
+
+def dies_in_a_copy_once_made(path: Path, value: object, forked_from: int) -> tuple[int, object]:
     """In a copy, waits until ``path`` exists (10 s at most), then dies."""
     if os.getpid() != forked_from:
         deadline = time.monotonic() + 10
@@ -61,7 +80,7 @@ def a_result_taken_while_the_copy_works_on(path: Path) -> tuple[int, list[tuple[
     here = os.getpid()
     works = [
         functools.partial(where_and, "words"),
-        functools.partial(dies_in_a_copy_once, path, "tally", here),
+        functools.partial(dies_in_a_copy_once_made, path, "tally", here),
     ]
     with bulk.Aside(works) as aside:
         words = aside.next_result()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from django.db import connection
 from django.test import Client
 from hypothesis import HealthCheck, settings
 
+from buffers.services import checkpoints
 from tests.buffers import ApiBuffer, PureBuffer, StoredBuffer, signed_in
 from tests.chromium import find_chromium
 
@@ -61,3 +63,12 @@ def client(db: None) -> Client:
 def postgresql(db: None) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://...")
+
+
+@pytest.fixture(autouse=True)
+def _checkpoints_ended() -> Iterator[None]:
+    """A long import on SQLite leaves a thread copying its log into the database file
+    (``services.checkpoints``): each test ends once it has, so that none runs into the
+    next test (which may count the threads of its process, or copy it)."""
+    yield
+    checkpoints.wait_for_checkpoints()

@@ -29,6 +29,7 @@ from buffers.models import Conversation
 from buffers.services import imports
 from tests.aside_cases import (
     a_copy_stopped_by_sigterm,
+    a_copy_that_exits,
     a_daemons_work,
     a_failing_work,
     a_killed_copy,
@@ -75,6 +76,12 @@ def test_a_result_is_sent_as_soon_as_it_is_known_while_the_copy_works_on(tmp_pat
 
     assert words[1] == "words"
     assert words[0] != here
+    assert tally == (here, "tally")
+
+
+def test_a_copy_whose_work_exits_sends_nothing_and_the_work_is_done_here() -> None:
+    here, tally = in_a_new_process(a_copy_that_exits)
+
     assert tally == (here, "tally")
 
 

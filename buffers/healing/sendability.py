@@ -69,10 +69,10 @@ class Read(NamedTuple):
     """``result_call_id``: the call a tool result answers."""
     left_out: bool
     """``left_out``: a kept Responses item that only the Responses exporter writes."""
-    has_media: bool
-    """Whether its content holds a part that is not text (``media.part_family``): only
-    such a part can be refused (``refused_part``), so a message without one is read for
-    it once, not once per provider."""
+    has_part_to_judge: bool
+    """Whether its content holds a part that is not text in any spelling
+    (``media.part_family``): only such a part can be refused (``refused_part``), so a
+    message without one is read for it once, not once per provider."""
 
 
 Indexed = Iterable[Read]
@@ -162,11 +162,11 @@ def _read(messages: Sequence[Message], start: int = 0) -> Iterator[Read]:
             calls,
             result_call_id(message),
             not calls and isinstance(message.metadata.get("responses_item"), dict),
-            _has_media(message.content),
+            _has_part_to_judge(message.content),
         )
 
 
-def _has_media(content: object) -> bool:
+def _has_part_to_judge(content: object) -> bool:
     return isinstance(content, list) and any(media.part_family(p) is not None for p in content)
 
 
@@ -246,7 +246,9 @@ def _refused_parts(messages: Indexed, provider: str, found: list[Rejection]) -> 
     for seen in messages:
         yield seen
         part = (
-            refused_part(seen.message, provider) if seen.has_media and not seen.left_out else None
+            refused_part(seen.message, provider)
+            if seen.has_part_to_judge and not seen.left_out
+            else None
         )
         if part is not None:
             found.append(_refused(seen, provider, *part))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import BooleanField, Q
@@ -97,8 +98,9 @@ def matching_conversations(
         return Matching(Q(pk__in=[]))
     cap = MATCH_CAP if cap is None else cap
     share = COMMON_SHARE if common_share is None else common_share
-    listed, found, common, sampled_share = _matching_ids(words, cap, share)
-    if common or found > cap:
+    collected = _matching_ids(words, cap, share)
+    listed, found = collected.listed, collected.found
+    if collected.common or found > cap:
         return Matching(Q(_each_conversation_holds(words)), per_conversation=True)
     # PostgreSQL's ids include the conversations whose title and source match: ORed with
     # their index's condition, the planner walked the list's whole order instead.
@@ -114,34 +116,46 @@ def matching_conversations(
         condition = f"buffers_conversation.id = ANY('{{{listed}}}'::bigint[])"
     else:
         column = "buffers_conversation.id"
-        if not narrowed and found * sampled_share >= SCAN_FROM:
+        if not narrowed and found * collected.sampled_share >= SCAN_FROM:
             column = f"+{column}"  # not usable by an index: the list's order is walked instead
         condition = f"{column} IN ({listed})"
     return Matching(Q(RawSQL(condition, (), output_field=BooleanField())) | titles)
 
 
+class _Collected(NamedTuple):
+    listed: str
+    """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
+    whose title and source match), as the database lists them (``1,21,41``: one row, not
+    a row an id)."""
+    found: int
+    """How many ids ``listed`` holds."""
+    common: bool
+    """Whether the sample found the words common (then no ids are read)."""
+    sampled_share: float
+    """SQLite: the share of the sample that holds the words (else 0)."""
+
+
 _IDS = re.compile(r"[0-9]+(?:,[0-9]+)*")
 
 
-def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[str, int, bool, float]:
-    """Up to ``cap`` + 1 ids of conversations with a matching message (on PostgreSQL, or
-    whose title and source match), as the database lists them (``1,21,41``: one row, not
-    a row an id), and how many; whether the sample found the word common (then no ids
-    are read); and, on SQLite, the share of the sample that holds the words (else 0)."""
+def _matching_ids(words: Sequence[str], cap: int, share: float) -> _Collected:
+    """What ``matching_conversations`` asks first, in one query: the sample, then the ids
+    of the conversations that hold the words, unless the sample found them common."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             query = pg_query(words)
-            # The sample is an InitPlan, run once; when it finds the word common the
-            # one-time filter skips the index scan. OFFSET 0 keeps the ids read through
+            # The sample is read once, as the query's one row; when it finds the word
+            # common, the ids' subquery is filtered out before it reads anything (a
+            # one-time filter on the sample's row). OFFSET 0 keeps the ids read through
             # the GIN index (never the btree walked in order, all of it for a rare word).
             cursor.execute(
                 _sample_sql(_pg_conversation_holds("c.id"))
-                + "SELECT sample.common, 0.0, (SELECT string_agg(m.id::text, ',') "
+                + "SELECT sample.common, 0.0, (SELECT string_agg(ids.id::text, ',') "
                 "FROM (SELECT DISTINCT m.id FROM ((SELECT s.conversation_id AS id "
                 "FROM buffers_messagesearch s WHERE s.document @@ %s::tsquery OFFSET 0) "
                 "UNION ALL (SELECT c.id FROM buffers_conversation c "
                 f"WHERE {PG_CONVERSATION_DOCUMENT} @@ %s::tsquery OFFSET 0)) m "
-                "WHERE NOT sample.common LIMIT %s) m) FROM sample",
+                "WHERE NOT sample.common LIMIT %s) ids) FROM sample",
                 [*_sample_parameters([query], share), query, query, max(cap + 1, 0)],
             )
         else:
@@ -171,12 +185,13 @@ def _matching_ids(words: Sequence[str], cap: int, share: float) -> tuple[str, in
             )
         common, sampled_share, listed = cursor.fetchone()
     if common:
-        return "", 0, True, 0.0
+        return _Collected("", 0, True, 0.0)
     listed = listed or ""
     if listed and not _IDS.fullmatch(listed):
-        raise ValueError(f"the search index gave conversation ids that are not: {listed[:50]!r}")
-    found = listed.count(",") + 1 if listed else 0
-    return listed, found, False, float(sampled_share)
+        raise ValueError(
+            f"the search index gave conversation ids not of digits and commas: {listed[:50]!r}"
+        )
+    return _Collected(listed, listed.count(",") + 1 if listed else 0, False, float(sampled_share))
 
 
 def _sample_sql(holds: str) -> str:

@@ -1,5 +1,6 @@
 """SQLite: the write-ahead log of a long import copied into the database file by a thread
-of its own once the import has committed, not by its commit (``copied_apart``)."""
+of its own once the import has committed, not by its commit
+(``checkpointed_after_commit``)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,15 @@ from django.db import connection
 
 log = logging.getLogger("buffers")
 
-_copies: list[threading.Thread] = []
-_copies_lock = threading.Lock()
+_checkpoints: list[threading.Thread] = []
+_checkpoints_lock = threading.Lock()
 
 
 @contextmanager
-def copied_apart(long: bool) -> Iterator[None]:
-    """Around one long write (``long``) on SQLite: its commit leaves the write-ahead log as
-    it is, and a thread copies the log into the database file once the write has
-    committed (a checkpoint); a write that fails starts none.
+def checkpointed_after_commit() -> Iterator[None]:
+    """Around one long write on SQLite: its commit leaves the write-ahead log as it is, and
+    a thread copies the log into the database file once the write has committed (a
+    checkpoint); a write that fails starts none.
 
     SQLite writes a transaction to the log, and the connection that commits one past
     1,000 pages of log copies the whole log into the database file before its commit
@@ -30,22 +31,23 @@ def copied_apart(long: bool) -> Iterator[None]:
     the disk. SQLite's documentation suggests just this for such a commit: turn the
     automatic checkpoint off and run it "in a separate thread". The thread's connection
     copies what no reader still needs (a passive checkpoint), and neither waits for nor
-    blocks readers and writers meanwhile. The commit is as durable as before: with
-    ``synchronous=NORMAL`` (settings.py) a commit in WAL mode is durable once a
-    checkpoint has synced the log, whoever runs it. A process that ends before its
-    thread has copied (a worker killed) leaves the log to the next checkpoint, as a
-    crash does.
+    blocks readers and writers meanwhile. What it changes is when the write is safe from
+    a power loss: with ``synchronous=NORMAL`` (settings.py) a commit in WAL mode is safe
+    from one once a checkpoint has synced the log, as every short commit already is; a
+    long one now is a moment after it returns, not as it returns. A process that ends
+    (or is killed) loses nothing it committed: the log holds it for the next checkpoint.
 
     Not on PostgreSQL, not for a database in memory (another connection opens another
-    one), nor inside a transaction the caller holds (the commit is the caller's). One
-    copy at a time: a long write first waits for the last one, so that its process runs
-    no thread of this module when it copies itself (``bulk.Aside``)."""
+    one), nor inside a transaction the caller holds (the commit is the caller's). It
+    first waits for the checkpoints started before, so that a long write never runs
+    beside one of them: the import copies its process for ``bulk.Aside``, which it does
+    only when the process runs no other thread."""
+    wait_for_checkpoints()
     database = str(connection.settings_dict["NAME"])
     in_memory = database == ":memory:" or "mode=memory" in database  # as Django tells it
-    if not long or connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
+    if connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
         yield
         return
-    wait_for_copies()
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint")
         (pages,) = cursor.fetchone()
@@ -55,26 +57,31 @@ def copied_apart(long: bool) -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
-    copy = threading.Thread(target=_copy_log, args=(database,), name="flowdrop-wal-copy")
-    with _copies_lock:
-        _copies.append(copy)
-    copy.start()
-
-
-def wait_for_copies() -> None:
-    """Until every copy started here has ended."""
-    with _copies_lock:
-        copies = list(_copies)
-    for copy in copies:
-        copy.join()
-        with _copies_lock:
-            if copy in _copies:
-                _copies.remove(copy)
-
-
-def _copy_log(database: str) -> None:
+    checkpoint = threading.Thread(target=_checkpoint, args=(database,), name="flowdrop-checkpoint")
     try:
-        with closing(sqlite3.connect(database)) as copying:
-            copying.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        checkpoint.start()
+    except RuntimeError:  # no thread left to start: the write has committed, copy it here
+        _checkpoint(database)
+        return
+    with _checkpoints_lock:
+        _checkpoints.append(checkpoint)
+
+
+def wait_for_checkpoints() -> None:
+    """Until every checkpoint started here has ended."""
+    with _checkpoints_lock:
+        started = list(_checkpoints)
+    for checkpoint in started:
+        checkpoint.join()
+        with _checkpoints_lock:
+            if checkpoint in _checkpoints:
+                _checkpoints.remove(checkpoint)
+
+
+def _checkpoint(database: str) -> None:
+    try:
+        # As Django opens it (a name may be a file: URI).
+        with closing(sqlite3.connect(database, uri=True)) as checkpointing:
+            checkpointing.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     except sqlite3.Error as error:  # the next commit past 1,000 pages of log copies it
         log.warning("the write-ahead log of %s was not copied into it: %s", database, error)

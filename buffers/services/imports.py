@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ from buffers.bulk import Aside, cyclic_gc_paused
 from buffers.healing import jsontext
 from buffers.models import Action, Block, Conversation, DeclaredCall, Message, Scope
 
-from .checkpoints import copied_apart
+from .checkpoints import checkpointed_after_commit
 from .journal import Actor, Writer
 from .layout import _INSERT_BATCH
 from .locking import _in_bounded_transaction
@@ -52,7 +53,9 @@ touches."""
 
 LOG_APART_FROM = 20_000
 """The length from which an import's commit on SQLite leaves copying the write-ahead log
-into the database file to a thread (``checkpoints.copied_apart``)."""
+into the database file to a thread (``checkpoints.checkpointed_after_commit``); it is no
+greater than ``ASIDE_FROM``, so that an import that copies its process has first waited
+for the thread of the one before."""
 
 
 def import_conversations(
@@ -129,7 +132,7 @@ def import_conversations(
 
     long = sum(len(incoming.messages) for incoming in conversations) >= LOG_APART_FROM
     # A hundred thousand rows at once: see buffers.bulk and .checkpoints.
-    with cyclic_gc_paused(), copied_apart(long):
+    with cyclic_gc_paused(), checkpointed_after_commit() if long else nullcontext():
         return _in_bounded_transaction(store_all, "import")
 
 
