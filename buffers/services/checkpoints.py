@@ -9,8 +9,10 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from typing import cast
 
 from django.db import connection
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 
 log = logging.getLogger("buffers")
 
@@ -43,11 +45,14 @@ def checkpointed_after_commit() -> Iterator[None]:
     beside one of them: the import copies its process for ``bulk.Aside``, which it does
     only when the process runs no other thread."""
     wait_for_checkpoints()
-    database = str(connection.settings_dict["NAME"])
-    in_memory = database == ":memory:" or "mode=memory" in database  # as Django tells it
-    if connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
+    if (
+        connection.vendor != "sqlite"
+        or connection.in_atomic_block
+        or cast(SQLiteDatabaseWrapper, connection).is_in_memory_db()
+    ):
         yield
         return
+    database = str(connection.settings_dict["NAME"])
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint")
         (pages,) = cursor.fetchone()

@@ -51,11 +51,11 @@ ASIDE_FROM = 20_000
 touches."""
 
 
-LOG_APART_FROM = 20_000
+LOG_APART_FROM = ASIDE_FROM
 """The length from which an import's commit on SQLite leaves copying the write-ahead log
-into the database file to a thread (``checkpoints.checkpointed_after_commit``); it is no
-greater than ``ASIDE_FROM``, so that an import that copies its process has first waited
-for the thread of the one before."""
+into the database file to a thread (``checkpoints.checkpointed_after_commit``): the same,
+so that an import that copies its process has first waited for the thread of the one
+before."""
 
 
 def import_conversations(
