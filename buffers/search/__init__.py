@@ -50,6 +50,7 @@ from .hits import (
 from .index import (
     forget_messages,
     index_messages,
+    index_stored,
     index_words,
     messages_words,
     rebuild,
@@ -86,6 +87,7 @@ __all__ = [
     "hit_indexes",
     "hits_page",
     "index_messages",
+    "index_stored",
     "index_words",
     "matching_conversations",
     "message_text",

@@ -129,31 +129,53 @@ def rebuild() -> int:
         cursor.execute("DELETE FROM buffers_messagesearch")
         while True:
             cursor.execute(
-                "SELECT id, conversation_id, role, content, metadata, block_id "
-                "FROM buffers_message WHERE id > %s ORDER BY id LIMIT %s",
+                f"SELECT {_STORED} FROM buffers_message WHERE id > %s ORDER BY id LIMIT %s",
                 [last, _INSERT_CHUNK],
             )
             rows = cursor.fetchall()
             if not rows:
                 return done
             last = rows[-1][0]
-            batch = [
-                (pk, conversation_id, words)
-                for pk, conversation_id, role, content, metadata, _ in rows
-                if (text := text_of(role, json_column(content), json_column(metadata) or {}))
-                and (words := words_of(text))
-            ]
-            if batch and with_blocks:
-                _insert(batch, {row[0]: row[5] for row in rows})
-            elif batch and connection.vendor == "postgresql":
-                with cursor.cursor.copy(
-                    "COPY buffers_messagesearch (message_id, conversation_id, document) FROM STDIN"
-                ) as target:
-                    for row in batch:
-                        target.write_row(row)
-            elif batch:
-                _insert(batch)
+            _index_stored_rows(cursor, rows, with_blocks=with_blocks)
             done += len(rows)
+
+
+def index_stored(message_ids: Sequence[int]) -> int:
+    """Index these stored messages again, from their rows as they are (what ``loaddata``
+    wrote, bypassing the service). Returns how many of them are stored."""
+    done = 0
+    with connection.cursor() as cursor:
+        for batch in itertools.batched(sorted(set(message_ids)), _INSERT_CHUNK):
+            forget_messages(batch)
+            marks = ", ".join(["%s"] * len(batch))
+            cursor.execute(f"SELECT {_STORED} FROM buffers_message WHERE id IN ({marks})", batch)
+            rows = cursor.fetchall()
+            _index_stored_rows(cursor, rows, with_blocks=connection.vendor == "postgresql")
+            done += len(rows)
+    return done
+
+
+_STORED = "id, conversation_id, role, content, metadata, block_id"
+"""The columns of a stored message that its index row is made from."""
+
+
+def _index_stored_rows(cursor: Any, rows: Sequence[Any], *, with_blocks: bool) -> None:
+    batch = [
+        (pk, conversation_id, words)
+        for pk, conversation_id, role, content, metadata, _ in rows
+        if (text := text_of(role, json_column(content), json_column(metadata) or {}))
+        and (words := words_of(text))
+    ]
+    if batch and with_blocks:
+        _insert(batch, {row[0]: row[5] for row in rows})
+    elif batch and connection.vendor == "postgresql":
+        with cursor.cursor.copy(
+            "COPY buffers_messagesearch (message_id, conversation_id, document) FROM STDIN"
+        ) as target:
+            for row in batch:
+                target.write_row(row)
+    elif batch:
+        _insert(batch)
 
 
 def _has_block_column(cursor: Any) -> bool:
