@@ -98,14 +98,25 @@ def report(
     small: tuple[str, float, int],
     large: tuple[str, float, int],
     target_ms: float | None = None,
+    *,
+    like_pages: bool = True,
 ) -> None:
+    """Print the two figures and their ratio, judged by the target: at most 1.5x, the
+    same query count, and the large one within ``target_ms``. ``like_pages`` False: the
+    large page shows more rows than the small one can hold, so the ratio measures the
+    rows, not the data's size (docs/decisions.md, "Like pages"): printed, not judged."""
     (small_name, small_ms, small_q), (large_name, large_ms, large_q) = small, large
     ratio = large_ms / small_ms
-    ok = ratio <= 1.5 and small_q == large_q and (target_ms is None or large_ms <= target_ms)
+    ok = small_q == large_q and (target_ms is None or large_ms <= target_ms)
+    target = (
+        "ratio (target <= 1.5, same query count"
+        if like_pages
+        else "(unlike pages: same query count"
+    )
+    ok = ok and (ratio <= 1.5 or not like_pages)
     print(label)
     print(f"  {small_name:<52} {small_ms:>8.2f} ms  {small_q} queries")
     print(f"  {large_name:<52} {large_ms:>8.2f} ms  {large_q} queries")
-    target = "ratio (target <= 1.5, same query count"
     target += f", large <= {target_ms:g} ms)" if target_ms else ")"
     verdict = "meets target" if ok else "MISSES target"
     print(f"  {target:<52} {ratio:>8.2f}x  {verdict}\n")
@@ -313,6 +324,7 @@ def search_the_list() -> None:
             (f"{FEW:,} conversations, {FEW * PER_CONVERSATION:,} messages", *small[query]),
             (f"{total:,} conversations, {messages:,} messages", *measure(client, f"/?q={query}")),
             target_ms=100,
+            like_pages=query != "zeppelin",
         )
     report(
         "The API's list searched for 'zeppelin' (first page of 100, with matches)",
@@ -322,6 +334,7 @@ def search_the_list() -> None:
             *measure(client, "/api/conversations?q=zeppelin"),
         ),
         target_ms=100,
+        like_pages=False,
     )
     report(
         "The API's list searched for 'zeppelin', first page of 10 (like pages: both hold 10)",
