@@ -8,17 +8,20 @@ the messages it loads (docs/decisions.md, "Backups: dumpdata and loaddata")."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterable, Iterator
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core import serializers
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, connections
 
 from buffers import search
-from buffers.models import Conversation, Message
+from buffers.models import Block, Conversation, Message
 from tests.buffers import assistant, result, store, user
 
 # Emptying a PostgreSQL database (TRUNCATE) needs no transaction open around the test.
@@ -118,12 +121,13 @@ def test_a_dump_that_holds_index_rows_loads_and_its_messages_are_indexed_again(
     ORM could read) holds index rows: they are not loaded, whatever they say, on either
     database; the messages' own words are."""
     crashed_runs()
+    before = index_rows()
     objects = dumped()
     message = next(e for e in objects if e["model"] == "buffers.message")
     objects.append(
         {
             "model": "buffers.messagesearch",
-            "pk": message["pk"],
+            "pk": 10**6,  # no message of the dump: indexing what was loaded would not undo it
             "fields": {
                 "conversation": message["fields"]["conversation"],
                 "document": "'wombat':1",
@@ -137,6 +141,7 @@ def test_a_dump_that_holds_index_rows_loads_and_its_messages_are_indexed_again(
 
     load(dump)
 
+    assert index_rows() == before
     assert finds("wombat") == set()
     assert finds("quokka") == {"quokka hunt"}
 
@@ -154,3 +159,42 @@ def test_messages_loaded_over_stored_ones_are_found_by_their_new_words(tmp_path:
     assert hits("quokka hunt", "wombat") == [0]
     assert hits("quokka hunt", "quokka") == [2]
     assert finds("zeppelin") == {"zeppelin"}, "the other messages stay indexed"
+
+
+def test_a_dump_taken_while_the_app_writes_holds_the_database_as_it_was_at_one_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each table is read in turn: a conversation imported once the blocks are read, and
+    before the messages are, must not leave its messages in the dump without it."""
+    crashed_runs()
+    serialize = serializers.serialize
+
+    def written_meanwhile() -> None:
+        try:
+            store([user("written during the dump"), assistant("c9")], title="meanwhile")
+        finally:
+            connections.close_all()
+
+    def serialized_while_the_app_writes(format: str, objects: Iterable[Any], **options: Any) -> Any:
+        def objects_read() -> Iterator[Any]:
+            written = False
+            for each in objects:
+                if isinstance(each, Block) and not written:
+                    writer = threading.Thread(target=written_meanwhile)
+                    writer.start()
+                    writer.join()
+                    written = True
+                yield each
+
+        return serialize(format, objects_read(), **options)
+
+    monkeypatch.setattr(serializers, "serialize", serialized_while_the_app_writes)
+    objects = dumped()
+
+    assert Conversation.objects.filter(title="meanwhile").exists()
+    kept = {(e["model"], e["pk"]) for e in objects}
+    for entry in objects:
+        if entry["model"] in ("buffers.message", "buffers.block"):
+            conversation = entry["fields"]["conversation"]
+            assert ("buffers.conversation", conversation) in kept, entry
+    assert "written during the dump" not in json.dumps(objects)

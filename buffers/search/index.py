@@ -120,7 +120,8 @@ def reindex_messages(conversation_id: int, messages: Mapping[int, healing.Messag
 
 def rebuild() -> int:
     """Index every stored message again, from the rows as they are (raw SQL, so that a
-    migration can run it whatever the models say later). Returns how many are indexed."""
+    migration can run it whatever the models say later). Returns how many are indexed
+    (a message without words has no row)."""
     done = 0
     last = 0
     with connection.cursor() as cursor:
@@ -136,13 +137,13 @@ def rebuild() -> int:
             if not rows:
                 return done
             last = rows[-1][0]
-            _index_stored_rows(cursor, rows, with_blocks=with_blocks)
-            done += len(rows)
+            done += _index_stored_rows(cursor, rows, with_blocks=with_blocks)
 
 
 def index_stored(message_ids: Sequence[int]) -> int:
     """Index these stored messages again, from their rows as they are (what ``loaddata``
-    wrote, bypassing the service). Returns how many of them are stored."""
+    wrote, bypassing the service). Returns how many are indexed (a message without words
+    has no row)."""
     done = 0
     with connection.cursor() as cursor:
         for batch in itertools.batched(sorted(set(message_ids)), _INSERT_CHUNK):
@@ -150,8 +151,7 @@ def index_stored(message_ids: Sequence[int]) -> int:
             marks = ", ".join(["%s"] * len(batch))
             cursor.execute(f"SELECT {_STORED} FROM buffers_message WHERE id IN ({marks})", batch)
             rows = cursor.fetchall()
-            _index_stored_rows(cursor, rows, with_blocks=connection.vendor == "postgresql")
-            done += len(rows)
+            done += _index_stored_rows(cursor, rows, with_blocks=connection.vendor == "postgresql")
     return done
 
 
@@ -159,7 +159,8 @@ _STORED = "id, conversation_id, role, content, metadata, block_id"
 """The columns of a stored message that its index row is made from."""
 
 
-def _index_stored_rows(cursor: Any, rows: Sequence[Any], *, with_blocks: bool) -> None:
+def _index_stored_rows(cursor: Any, rows: Sequence[Any], *, with_blocks: bool) -> int:
+    """Index these stored rows (``_STORED``'s columns); how many have words."""
     batch = [
         (pk, conversation_id, words)
         for pk, conversation_id, role, content, metadata, _ in rows
@@ -176,6 +177,7 @@ def _index_stored_rows(cursor: Any, rows: Sequence[Any], *, with_blocks: bool) -
                 target.write_row(row)
     elif batch:
         _insert(batch)
+    return len(batch)
 
 
 def _has_block_column(cursor: Any) -> bool:

@@ -1,21 +1,27 @@
-"""Django's ``dumpdata``, without the full-text index of message text, which is made from
-the messages, in a form of each database's own (an FTS5 table on SQLite, a ``tsvector``
-on PostgreSQL): ``loaddata`` makes it again from the messages it loads, on either."""
+"""Django's ``dumpdata``, reading the whole database as it was at one moment, and without
+the full-text index of message text, which is made from the messages, in a form of each
+database's own (an FTS5 table on SQLite, a ``tsvector`` on PostgreSQL): ``loaddata``
+makes it again from the messages it loads, on either."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from django.core.management.base import CommandError
 from django.core.management.commands import dumpdata
+from django.db import DatabaseError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 SEARCH_INDEX = "buffers.MessageSearch"
 
 
 class Command(dumpdata.Command):
     help = (
-        f"{dumpdata.Command.help} The search index of message text ({SEARCH_INDEX}) is "
-        "left out: loaddata makes it again from the messages it loads."
+        f"{dumpdata.Command.help} The database is read as it was at one moment; the search "
+        f"index of message text ({SEARCH_INDEX}) is left out: loaddata makes it again from "
+        "the messages it loads."
     )
 
     def handle(self, *app_labels: str, **options: Any) -> None:
@@ -26,4 +32,33 @@ class Command(dumpdata.Command):
                 "messages it loads."
             )
         options["exclude"] = [*options["exclude"], SEARCH_INDEX]
-        super().handle(*app_labels, **options)
+        with _one_moment(connections[options["database"]]):
+            super().handle(*app_labels, **options)
+
+
+@contextmanager
+def _one_moment(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """Every table read as of one moment, so that a dump taken while the app writes holds
+    each message's conversation: one read-only transaction (PostgreSQL: one snapshot for
+    all its statements; SQLite: a deferred BEGIN, which takes no write lock, so the app's
+    writes go on, and reads as of its first read). Begun by hand: Django's would take
+    SQLite's write lock (``transaction_mode`` IMMEDIATE) for the whole dump. Within a
+    transaction already (a caller's), that one is the dump's."""
+    connection.ensure_connection()
+    if connection.in_atomic_block:
+        yield
+        return
+    begin = {
+        "postgresql": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        "sqlite": "BEGIN DEFERRED",
+    }.get(connection.vendor, "BEGIN")
+    with connection.cursor() as cursor:
+        cursor.execute(begin)
+    try:
+        yield
+    except BaseException:
+        with suppress(DatabaseError), connection.cursor() as cursor:
+            cursor.execute("ROLLBACK")  # unless the connection is what failed
+        raise
+    with connection.cursor() as cursor:
+        cursor.execute("ROLLBACK")  # it wrote nothing
