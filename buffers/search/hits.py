@@ -187,7 +187,7 @@ def _pg_numbered_hits(
         # then a plan costly enough to compile, 30 ms, for three hits).
         "near AS MATERIALIZED (SELECT array_agg(id) AS ids FROM per "
         "WHERE done = 0 OR (done < %s AND done + n > %s)) "
-        f"SELECT total, pk, r FROM (SELECT p.total, h.id AS pk, "
+        "SELECT total, pk, r FROM (SELECT p.total, h.id AS pk, "
         "p.done + ROW_NUMBER() OVER (PARTITION BY p.id ORDER BY h.slot) AS r "
         f"FROM ({near_hits}) h JOIN per p ON p.id = h.block_id) numbered "
         "WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r",
