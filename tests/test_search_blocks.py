@@ -107,18 +107,8 @@ def small_blocks(settings: Any) -> None:
     settings.FLOWDROP_BUFFER_BLOCK_SIZE = 4
 
 
-@pytest.fixture(params=["each message of the blocks checked", "the blocks' hits from the index"])
-def each_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """PostgreSQL finds the hits of the few blocks it reads in two ways, by how many hits
-    the conversation has in all (``search.hits.FEW_HITS``): each test runs both."""
-    from_index = request.param == "the blocks' hits from the index"
-    if from_index and connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only: SQLite reads every hit")
-    monkeypatch.setattr(search.hits, "FEW_HITS", 10**9 if from_index else 0)
-
-
 @pytest.mark.django_db
-@pytest.mark.usefixtures("small_blocks", "each_way")
+@pytest.mark.usefixtures("small_blocks")
 def test_steps_over_many_blocks_are_the_buffer_s_hits() -> None:
     conversation = store(crashed_buffer())
     assert conversation.blocks.count() == 10
@@ -129,7 +119,7 @@ def test_steps_over_many_blocks_are_the_buffer_s_hits() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("small_blocks", "each_way")
+@pytest.mark.usefixtures("small_blocks")
 def test_steps_stay_right_after_a_heal_inserts_messages_before_the_hits() -> None:
     conversation = store(crashed_buffer())
 
@@ -142,7 +132,7 @@ def test_steps_stay_right_after_a_heal_inserts_messages_before_the_hits() -> Non
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("small_blocks", "each_way")
+@pytest.mark.usefixtures("small_blocks")
 def test_steps_stay_right_after_appends_late_results_deletes_and_edits() -> None:
     conversation = store(crashed_buffer())
     append = services.append_messages
@@ -169,7 +159,7 @@ def test_steps_stay_right_after_appends_late_results_deletes_and_edits() -> None
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("small_blocks", "each_way")
+@pytest.mark.usefixtures("small_blocks")
 def test_a_step_is_one_query_whatever_the_blocks(
     django_assert_num_queries: DjangoAssertNumQueries,
 ) -> None:
@@ -240,7 +230,7 @@ def test_a_message_moved_to_another_block_takes_its_index_row_along() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("small_blocks", "each_way")
+@pytest.mark.usefixtures("small_blocks")
 def test_the_api_s_pages_of_hits_over_many_blocks_are_the_buffer_s_hits() -> None:
     messages = crashed_buffer() * 3
     messages[1] = user("the call before was interrupted")  # its placeholder goes before it

@@ -27,12 +27,6 @@ _LAST_ROW = 2**63 - 1
 """The highest row number a database integer holds."""
 
 
-FEW_HITS = 1_000
-"""PostgreSQL: a conversation with at most this many hits has those of the blocks read
-(``_weighed_hits``) found through the index; with more, each message of those blocks is
-checked (``_pg_hits_in_blocks``)."""
-
-
 @dataclass(frozen=True)
 class Hit:
     """A message that holds the words: its index in the buffer, its role, and a snippet
@@ -174,9 +168,6 @@ def _pg_numbered_hits(
     messages read only of the blocks that hold the first hit or one of the page's."""
     query = pg_query(words)
     end = offset + limit
-    near_hits, near_params = _pg_hits_in_blocks(
-        "= ANY((SELECT ids FROM near)::bigint[])", conversation, query
-    )
     return (
         "WITH per AS MATERIALIZED (SELECT b.id, c.n, SUM(c.n) OVER (ORDER BY b.start) - c.n "
         "AS done, SUM(c.n) OVER () AS total FROM (SELECT s.block_id, COUNT(*) AS n "
@@ -187,11 +178,13 @@ def _pg_numbered_hits(
         # then a plan costly enough to compile, 30 ms, for three hits).
         "near AS MATERIALIZED (SELECT array_agg(id) AS ids FROM per "
         "WHERE done = 0 OR (done < %s AND done + n > %s)) "
-        "SELECT total, pk, r FROM (SELECT p.total, h.id AS pk, "
-        "p.done + ROW_NUMBER() OVER (PARTITION BY p.id ORDER BY h.slot) AS r "
-        f"FROM ({near_hits}) h JOIN per p ON p.id = h.block_id) numbered "
-        "WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r",
-        [conversation.pk, query, end, offset, *near_params, offset, end],
+        "SELECT total, pk, r FROM (SELECT p.total, m.id AS pk, "
+        "p.done + ROW_NUMBER() OVER (PARTITION BY p.id ORDER BY m.slot) AS r "
+        "FROM buffers_message m JOIN per p ON p.id = m.block_id "
+        "WHERE m.block_id = ANY((SELECT ids FROM near)::bigint[]) AND EXISTS (SELECT 1 "
+        "FROM buffers_messagesearch s WHERE s.message_id = m.id AND s.document @@ %s::tsquery "
+        "OFFSET 0)) numbered WHERE r = 1 OR (r > %s AND r <= %s) ORDER BY r",
+        [conversation.pk, query, end, offset, query, offset, end],
     )
 
 
@@ -227,7 +220,6 @@ def _weighed_hits(
         hits, params = _hits(conversation, words)
         return f"SELECT i, 1 AS w, 1 AS x FROM ({hits}) e", params
     query = pg_query(words)
-    near_hits, near_params = _pg_hits_in_blocks("IN (SELECT id FROM near)", conversation, query)
     beyond = {
         "next": " UNION SELECT * FROM (SELECT id FROM per WHERE start > "
         "COALESCE((SELECT start FROM here), -1) ORDER BY start LIMIT 1) after "
@@ -245,34 +237,14 @@ def _weighed_hits(
         "here AS MATERIALIZED (SELECT MAX(start) AS start FROM buffers_block "
         "WHERE conversation_id = %s AND start <= %s), "
         f"near AS MATERIALIZED (SELECT id FROM per WHERE start = (SELECT start FROM here){beyond}) "
-        f"SELECT p.start + h.slot AS i, 1 AS w, 1 AS x FROM ({near_hits}) h "
-        "JOIN per p ON p.id = h.block_id "
-        "UNION ALL SELECT p.start, p.n, 0 FROM per p WHERE p.id NOT IN (SELECT id FROM near)",
-        [conversation.pk, query, conversation.pk, bound, *near_params],
-    )
-
-
-def _pg_hits_in_blocks(
-    blocks: str, conversation: Conversation, query: str
-) -> tuple[str, list[Any]]:
-    """PostgreSQL: a query of (id, block_id, slot) of the hits in the blocks a condition
-    on a block id names (``blocks``, e.g. ``IN (SELECT id FROM near)``), inside a query
-    whose ``per`` counts the conversation's hits per block (column ``n``); and its
-    parameters. Up to ``FEW_HITS`` hits in all, the hits are taken from the index (the
-    GIN index, again) and only theirs looked up; past it, the blocks' messages are read,
-    each checked by its index row (``OFFSET 0``: one lookup a message, never a second
-    pass over every match of the words). Each way is a branch whose one-time filter on
-    the count leaves the other unread."""
-    return (
-        "SELECT m.id, m.block_id, m.slot FROM buffers_message m "
-        f"WHERE (SELECT SUM(n) FROM per) > %s AND m.block_id {blocks} AND EXISTS (SELECT 1 "
+        # The near blocks' messages, each checked by its index row (OFFSET 0: one lookup
+        # per message, never a second pass over every match of the words).
+        "SELECT p.start + m.slot AS i, 1 AS w, 1 AS x FROM near JOIN per p ON p.id = near.id "
+        "JOIN buffers_message m ON m.block_id = near.id WHERE EXISTS (SELECT 1 "
         "FROM buffers_messagesearch s WHERE s.message_id = m.id AND s.document @@ %s::tsquery "
         "OFFSET 0) "
-        "UNION ALL SELECT m.id, m.block_id, m.slot FROM buffers_messagesearch s "
-        "JOIN buffers_message m ON m.id = s.message_id "
-        "WHERE (SELECT SUM(n) FROM per) <= %s AND s.conversation_id = %s "
-        f"AND s.document @@ %s::tsquery AND s.block_id {blocks}",
-        [FEW_HITS, query, FEW_HITS, conversation.pk, query],
+        "UNION ALL SELECT p.start, p.n, 0 FROM per p WHERE p.id NOT IN (SELECT id FROM near)",
+        [conversation.pk, query, conversation.pk, bound, query],
     )
 
 
