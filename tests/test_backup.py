@@ -7,6 +7,7 @@ the messages it loads (docs/decisions.md, "Backups: dumpdata and loaddata")."""
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from collections.abc import Iterable, Iterator
@@ -18,7 +19,7 @@ import pytest
 from django.core import serializers
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 
 from buffers import search
 from buffers.models import Block, Conversation, Message
@@ -198,3 +199,46 @@ def test_a_dump_taken_while_the_app_writes_holds_the_database_as_it_was_at_one_m
             conversation = entry["fields"]["conversation"]
             assert ("buffers.conversation", conversation) in kept, entry
     assert "written during the dump" not in json.dumps(objects)
+
+
+def test_a_dump_that_fails_midway_leaves_the_connection_to_the_writes_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dump read through a server-side cursor (PostgreSQL) that stops on an error must
+    not leave that cursor to be closed later, inside the next transaction, aborting it."""
+    crashed_runs()
+    serialize = serializers.serialize
+
+    def failing(format: str, objects: Iterable[Any], **options: Any) -> Any:
+        def objects_read() -> Iterator[Any]:
+            for each in objects:
+                if isinstance(each, Message):
+                    raise RuntimeError("the disk is full")
+                yield each
+
+        return serialize(format, objects_read(), **options)
+
+    monkeypatch.setattr(serializers, "serialize", failing)
+    with pytest.raises(CommandError, match="the disk is full") as failed:
+        dumped()
+    monkeypatch.undo()
+
+    with transaction.atomic():
+        store([user("after the failed dump")], title="after")
+        del failed  # what the dump left behind goes now, inside this transaction
+        gc.collect()
+        store([user("and another")], title="another")
+
+    assert set(Conversation.objects.values_list("title", flat=True)) >= {"after", "another"}
+
+
+def test_a_dump_inside_a_transaction_of_the_caller_s_is_read_in_it() -> None:
+    crashed_runs()
+    transaction.set_autocommit(False)
+    try:
+        store([user("not yet committed")], title="pending")
+        assert "pending" in {e["fields"].get("title") for e in dumped("buffers.Conversation")}
+        transaction.commit()
+    finally:
+        transaction.set_autocommit(True)
+    assert Conversation.objects.filter(title="pending").exists()

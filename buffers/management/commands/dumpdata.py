@@ -43,9 +43,9 @@ def _one_moment(connection: BaseDatabaseWrapper) -> Iterator[None]:
     all its statements; SQLite: a deferred BEGIN, which takes no write lock, so the app's
     writes go on, and reads as of its first read). Begun by hand: Django's would take
     SQLite's write lock (``transaction_mode`` IMMEDIATE) for the whole dump. Within a
-    transaction already (a caller's), that one is the dump's."""
+    transaction of the caller's, the dump reads in that one, as it sees the database."""
     connection.ensure_connection()
-    if connection.in_atomic_block:
+    if connection.in_atomic_block or not connection.get_autocommit():
         yield
         return
     begin = {
@@ -57,8 +57,14 @@ def _one_moment(connection: BaseDatabaseWrapper) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        with suppress(DatabaseError), connection.cursor() as cursor:
-            cursor.execute("ROLLBACK")  # unless the connection is what failed
+        if connection.vendor == "postgresql":
+            # The dump's server-side cursor, which Django would close when its reader is
+            # collected, in whatever transaction is open then (and abort it, the cursor
+            # being gone with this one): the connection goes, and the cursor with it.
+            connection.close()
+        else:
+            with suppress(DatabaseError), connection.cursor() as cursor:
+                cursor.execute("ROLLBACK")  # unless the connection is what failed
         raise
     with connection.cursor() as cursor:
         cursor.execute("ROLLBACK")  # it wrote nothing

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.management.base import CommandError
 from django.core.management.commands import loaddata
+from django.db import DEFAULT_DB_ALIAS
 
 from buffers import search
 from buffers.models import Message
@@ -35,6 +37,11 @@ class Command(loaddata.Command):
         super().loaddata(fixture_labels)
         if not self.loaded_messages:
             return
+        if self.using != DEFAULT_DB_ALIAS:  # the app keeps the index through the default
+            raise CommandError(
+                f"messages can be loaded into the database {DEFAULT_DB_ALIAS!r} only, whose "
+                f"search index the app keeps, not into {self.using!r}: nothing was loaded"
+            )
         indexed = search.index_stored(self.loaded_messages)
         if self.verbosity >= 1:
             self.stdout.write(f"Indexed the words of {indexed:,} messages for search")
