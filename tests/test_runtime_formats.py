@@ -196,6 +196,52 @@ def test_identical_problems_on_many_lines_are_said_once() -> None:
     assert "not 'robot'" in problem.message
 
 
+def test_the_same_problem_on_lines_far_apart_is_said_at_each_line() -> None:
+    good = '{"messages": [{"role": "user", "content": "hi"}]}'
+    bad = '{"messages": [{"role": "robot", "content": "beep"}]}'
+    lines = [good] * 1200
+    for number in (3, 600, 1150):
+        lines[number - 1] = bad
+
+    with pytest.raises(healing.InvalidInput) as refused:
+        transcripts.read_transcript("\n".join(lines).encode(), name="bots.jsonl")
+
+    assert [p.path.split(":")[1].strip() for p in refused.value.problems] == [
+        "line 3",
+        "line 600",
+        "line 1150",
+    ]
+
+
+def test_a_run_of_the_same_problem_ends_at_a_line_without_it() -> None:
+    good = '{"messages": [{"role": "user", "content": "hi"}]}'
+    bad = '{"messages": [{"role": "robot", "content": "beep"}]}'
+    lines = [good] * 12
+    for number in (3, 4, 5, 7, 9, 10, 11):
+        lines[number - 1] = bad
+
+    with pytest.raises(healing.InvalidInput) as refused:
+        transcripts.read_transcript("\n".join(lines).encode(), name="bots.jsonl")
+
+    assert [p.path for p in refused.value.problems] == [
+        "bots.jsonl: lines 3-5",
+        "bots.jsonl: line 7: conversation.messages[0].role",
+        "bots.jsonl: lines 9-11",
+    ]
+    assert refused.value.problems[2].message.startswith("the same problem on 3 lines; first: ")
+
+
+def test_the_same_problem_twice_on_one_line_is_counted_in_its_run() -> None:
+    bad = '{"messages": [{"role": "robot", "content": "a"}, {"role": "robot", "content": "b"}]}'
+
+    with pytest.raises(healing.InvalidInput) as refused:
+        transcripts.read_transcript("\n".join([bad] * 3).encode(), name="bots.jsonl")
+
+    [problem] = refused.value.problems
+    assert problem.path == "bots.jsonl: lines 1-3"
+    assert problem.message.startswith("the same problem 6 times on 3 lines; first: ")
+
+
 # A crashed run of each format, end to end through the inspector.
 
 

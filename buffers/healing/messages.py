@@ -69,6 +69,7 @@ MAX_DEPTH = 64
 """How deeply arrays and objects may nest inside one message's content or metadata."""
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_problem(value: object) -> str | None:
@@ -157,17 +158,22 @@ REPLACEMENT = "\ufffd"
 def storable_copy(value: object) -> tuple[object, list[tuple[str, str]]]:
     """``value`` with each U+0000 and lone surrogate in its strings and keys replaced by
     U+FFFD, and where (``.output``, ``[2].text``, as ``json_problem_at`` names places; a
-    key by its new name) with the first such character there (``U+0000``). Only what held
-    one is copied. For a runtime's log (``formats.source``): a tool's output of a binary
-    file holds a NUL as often as not, and one should not cost the log."""
+    key by its new name) with the first character of each kind there (``U+0000``,
+    ``U+D800``), once a kind. Only what held one is copied. For a runtime's log
+    (``formats.source``): a tool's output of a binary file holds a NUL as often as not,
+    and one should not cost the log."""
     places: list[tuple[str, str]] = []
 
     def replaced(text: str, where: str, *, key: bool = False) -> str:
-        found = _UNSTORABLE.search(text)
-        if found is None:
+        surrogate = _SURROGATE.search(text)
+        if surrogate is None and "\x00" not in text:
             return text
         copy = _UNSTORABLE.sub(REPLACEMENT, text)
-        places.append((f"{where}.{copy}" if key else where, f"U+{ord(found.group()):04X}"))
+        place = f"{where}.{copy}" if key else where
+        if "\x00" in text:
+            places.append((place, "U+0000"))
+        if surrogate is not None:
+            places.append((place, f"U+{ord(surrogate.group()):04X}"))
         return copy
 
     def fixed(item: object, where: str, depth: int) -> object:

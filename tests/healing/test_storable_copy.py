@@ -33,6 +33,23 @@ def test_every_string_and_key_holding_one_is_replaced_and_named() -> None:
     assert value["output"] == "ELF\x00\x00", "the value itself is left as it was"
 
 
+def test_a_string_holding_both_kinds_names_both() -> None:
+    copy, places = storable_copy({"output": "a\x00b\ud800c\x00\udc00"})
+
+    assert copy == {"output": "a\ufffdb\ufffdc\ufffd\ufffd"}
+    assert places == [(".output", "U+0000"), (".output", "U+D800")]
+
+
+def test_a_line_holding_both_kinds_says_both_at_its_place_once() -> None:
+    source = parse_lines(json.dumps({"type": "out", "text": "a\x00b\ud800c"}))
+
+    [altered] = source.altered
+    assert altered.why == (
+        "text: held U+0000 and U+D800, which no database stores: replaced by U+FFFD (the "
+        "rest was read as written)"
+    )
+
+
 def test_what_holds_none_is_not_copied() -> None:
     value = {"a": [1, {"b": "text"}], "c": None}
 

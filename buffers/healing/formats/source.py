@@ -230,7 +230,8 @@ def _made_storable(value: object) -> tuple[object, bool, list[tuple[str, str]]]:
 def _changed(places: Sequence[tuple[str, str]], within: str = "") -> str:
     """Why a line (or an entry ``within`` a document) was changed: "payload.output: held
     U+0000, which no database stores: replaced by U+FFFD"."""
-    paths = [path for place, _ in places if (path := place.removeprefix(within).lstrip("."))]
+    within_entry = (place.removeprefix(within).lstrip(".") for place, _ in places)
+    paths = list(dict.fromkeys(path for path in within_entry if path))
     shown = ", ".join(paths[:3])
     more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
     found = " and ".join(sorted({found for _, found in places}))
@@ -377,24 +378,33 @@ _DIGITS = re.compile(r"\d+")
 def collapse(problems: Sequence[Problem], *, least: int = 3) -> list[Problem]:
     """Problems with each run of the same problem on consecutive lines said once:
     ``lines 3-101: the same problem on 99 lines; first: line 3: ...``. Two problems are
-    the same when they differ only in their numbers (a line, an index)."""
+    the same when they differ only in their numbers (a line, an index); a run goes on
+    while each is on the line of the one before or the next (a problem on lines far
+    apart is said at each of them)."""
     collapsed: list[Problem] = []
     index = 0
     while index < len(problems):
         first = problems[index]
         key = _sameness(first)
+        prefix, line = _split(first)
+        lines = 1
         end = index + 1
         while key is not None and end < len(problems) and _sameness(problems[end]) == key:
+            _, next_line = _split(problems[end])
+            if next_line not in (line, line + 1):
+                break
+            lines += next_line - line
+            line = next_line
             end += 1
-        if key is None or end - index < least:
+        if key is None or lines < least:
             collapsed.extend(problems[index:end])
         else:
-            prefix, first_line = _split(first)
-            _, last_line = _split(problems[end - 1])
+            _, first_line = _split(first)
+            times = f"{end - index:,} times " if end - index > lines else ""
             collapsed.append(
                 Problem(
-                    f"{prefix}lines {first_line}-{last_line}",
-                    f"the same problem on {end - index:,} lines; first: {first}",
+                    f"{prefix}lines {first_line}-{line}",
+                    f"the same problem {times}on {lines:,} lines; first: {first}",
                 )
             )
         index = end
