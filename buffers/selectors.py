@@ -81,20 +81,25 @@ def conversations_recent() -> ConversationQuerySet:
     return Conversation.objects.order_by("-updated_at", "-id")
 
 
+_LARGEST_INDEX = 2**63 - 1
+
+
 def messages_page(conversation: Conversation, *, offset: int, limit: int) -> QuerySet[Any]:
     """``limit`` messages from buffer index ``offset``, each annotated with its ``index``
     (typed ``Any``: django-stubs cannot carry the annotation through the custom queryset).
 
     A page at offset 99,950 costs what a page at offset 0 does: the blocks that hold the
-    page are found by their indexed start, and their rows by slot.
+    page are found by their indexed start, and their rows by slot. A page reaching past
+    the largest index a database stores (2**63 - 1) ends there.
     """
+    end = min(offset + limit, _LARGEST_INDEX)
     first_start = (
         Block.objects.filter(conversation=conversation, start__lte=offset)
         .order_by("-start")
         .values("start")[:1]
     )
     covering = Block.objects.filter(
-        conversation=conversation, start__gte=Subquery(first_start), start__lt=offset + limit
+        conversation=conversation, start__gte=Subquery(first_start), start__lt=end
     )
     # Bounded on the slot, not on the index (start plus slot): the index of slots finds
     # the rows in their block, as in ``_CORE_MESSAGES_PAGE``.
@@ -102,7 +107,7 @@ def messages_page(conversation: Conversation, *, offset: int, limit: int) -> Que
         Message.objects.filter(block__in=covering.values("pk"))
         .in_buffer_order()
         .annotate(index=BUFFER_INDEX)
-        .filter(slot__gte=offset - F("block__start"), slot__lt=offset + limit - F("block__start"))
+        .filter(slot__gte=offset - F("block__start"), slot__lt=end - F("block__start"))
     )
     return page
 

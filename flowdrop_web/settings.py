@@ -7,6 +7,7 @@ to run on PostgreSQL.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -131,7 +132,10 @@ else:
     # A PostgreSQL connection is kept by its worker between requests (FLOWDROP_DB_CONN_MAX_AGE
     # seconds; 0 opens one per request): a new one per request doubled the server's CPU per
     # append in benchmarks/load.py. Checked before reuse, so a restarted server is no error.
-    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", "60"))
+    # Not by the development server (make run): each of its requests has a thread of its
+    # own, which would leave its connection open when it ends, until PostgreSQL refused more.
+    kept = "0" if sys.argv[1:2] == ["runserver"] else "60"
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", kept))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     # No JIT: it compiles any query the planner costs above a threshold (~30 ms for a
     # search over a few rows whose estimate is high); a web app's queries are short.

@@ -217,6 +217,17 @@ def test_messages_are_paged_in_buffer_order(client: Client) -> None:
     assert [m["content"] for m in page["messages"]] == ["m10", "m11"]
 
 
+def test_a_page_past_the_end_of_any_buffer_is_empty(client: Client) -> None:
+    conversation = store([user("only")])
+    url = f"/api/conversations/{conversation.pk}/messages"
+
+    for offset in (2**63 - 100, 2**63 - 1):
+        response = client.get(url, {"offset": offset})
+
+        assert response.status_code == 200, response.text
+        assert (response.json()["count"], response.json()["messages"]) == (1, [])
+
+
 def test_a_page_deep_in_a_long_buffer_costs_what_the_first_page_does(
     client: Client, settings: Any
 ) -> None:

@@ -199,3 +199,76 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] != pid
+
+
+# The development server (`make run`) serves each request in a thread of its own, which
+# ends with it: a connection kept for the next request would be left open by every thread,
+# until PostgreSQL refused more ("too many clients already", a 500 for each request).
+
+
+def _server_connections() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_development_server_leaves_no_connection_open_after_its_requests(
+    tmp_path: Path,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from buffers.models import ApiToken
+    from tests.buffers import acting_user
+    from tests.test_worker_kill import database_url
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's connections")
+    _, token = ApiToken.issue(acting_user(), "probe")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWDROP_")}
+    env |= {"DATABASE_URL": database_url(), "FLOWDROP_DEBUG": "1"}
+    with (tmp_path / "runserver.log").open("w") as log:
+        server = subprocess.Popen(
+            [*MANAGE, "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+
+        def listed(_: int) -> int:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/conversations",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return int(response.status)
+
+        for _ in range(300):  # until it listens
+            try:
+                listed(0)
+                break
+            except OSError:
+                time.sleep(0.05)
+        with ThreadPoolExecutor(8) as clients:
+            statuses = list(clients.map(listed, range(40)))
+        open_after = _server_connections()
+        for _ in range(60):  # each closes as its request ends, a moment after the answer
+            if not open_after:
+                break
+            time.sleep(0.05)
+            open_after = _server_connections()
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+    assert statuses == [200] * 40
+    assert open_after == 0
