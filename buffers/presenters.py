@@ -22,6 +22,8 @@ CONTEXT = 5
 OPEN_CALLS_LISTED = 200
 """The most unanswered calls the summary links to, in buffer order."""
 FOLD_LINES = 30
+RAW_IN_PAGE = 10_000
+"""The longest raw JSON (characters) a page holds; a longer one is loaded on demand."""
 """A message whose text would take more lines than this (about a screen) shows its head
 and a "Show all" button; the rest is in the page, folded by a CSS class."""
 FOLD_WIDTH = 100
@@ -91,6 +93,16 @@ class MessageView:
     refused: list[Refused] = field(default_factory=list)
     """What some provider refuses in the message itself (an empty turn, a part it does not
     take), as the summary counts it."""
+
+    @property
+    def raw_in_page(self) -> bool:
+        """Whether the page holds the raw JSON; a longer one (which holds the text again,
+        and a runtime's log lines too) is asked for when opened or copied."""
+        return len(self.raw) <= RAW_IN_PAGE
+
+    @property
+    def raw_size(self) -> int:
+        return len(self.raw.encode())
 
     @property
     def has_markdown(self) -> bool:
@@ -365,7 +377,7 @@ def _view(
         answers_index=facts[answers].owner if answers and answers in facts else None,
         placeholder=healing.is_placeholder(message),
         findings=findings,
-        raw=json.dumps(message.as_stored(), indent=2, ensure_ascii=False),
+        raw=raw_json(message),
         just=just,
         next_problem=next_problem if any(f.kind == "unanswered_call" for f in findings) else None,
         facts=message_facts(message.metadata.get("facts")),
@@ -373,6 +385,11 @@ def _view(
         folded=sum(_lines(part) for part in parts) > FOLD_LINES,
         refused=refused,
     )
+
+
+def raw_json(message: healing.Message) -> str:
+    """The message as stored, as JSON for a person to read (the page's "Raw JSON")."""
+    return json.dumps(message.as_stored(), indent=2, ensure_ascii=False)
 
 
 def _tool_calls(message: healing.Message) -> list[Any]:

@@ -112,6 +112,14 @@ def messages_page(conversation: Conversation, *, offset: int, limit: int) -> Que
     return page
 
 
+def message_at(conversation: Conversation, index: int) -> healing.Message | None:
+    """Message ``index`` of the buffer, as the pure core's message; None past its end."""
+    if not 0 <= index < conversation.message_count:
+        return None
+    rows = list(messages_page(conversation, offset=index, limit=1))
+    return rows[0].as_core() if rows else None
+
+
 # ``messages_page``'s rows as the pure core's messages, in plain SQL: the stored verdicts
 # read them on every append, where building the ORM query cost more than running it. The
 # bounds are on the slot, so that the index of slots finds the rows in their block (as

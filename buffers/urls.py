@@ -14,6 +14,7 @@ urlpatterns = [
     path("c/<int:pk>/sendability", views.conversation_sendability, name="sendability"),
     path("c/<int:pk>/next", views.conversation_next_problem, name="next_problem"),
     path("c/<int:pk>/messages", views.conversation_messages, name="conversation_messages"),
+    path("c/<int:pk>/m/<int:index>/json", views.message_json, name="message_json"),
     path("c/<int:pk>/search", views.conversation_search, name="conversation_search"),
     path("c/<int:pk>/append", views.conversation_append, name="conversation_append"),
     path("c/<int:pk>/history", views.conversation_history, name="conversation_history"),

@@ -282,6 +282,15 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_safe
+def message_json(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """One message as stored, as JSON: the page holds a long message's only on demand."""
+    message = selectors.message_at(_visible(request, pk), index)
+    if message is None:
+        raise Http404("No such message.")
+    return HttpResponse(presenters.raw_json(message), content_type="application/json")
+
+
+@require_safe
 @vary_on_headers("HX-Request", "Accept")
 def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The next message with a problem of one kind after ``from`` (round the end of the

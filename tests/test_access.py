@@ -42,6 +42,7 @@ POLICY: dict[str, str] = {
     "inspector GET buffers:sendability": "view",
     "inspector GET buffers:next_problem": "view",
     "inspector GET buffers:conversation_messages": "view",
+    "inspector GET buffers:message_json": "view",
     "inspector GET buffers:conversation_search": "view",
     "inspector POST buffers:conversation_append": "drive",
     "inspector GET buffers:conversation_history": "view",
@@ -141,6 +142,8 @@ def inspector_request(client: Client, method: str, pattern: URLPattern, pk: int)
         kwargs["pk"] = pk
     if "<str:format>" in str(pattern.pattern):
         kwargs["format"] = "stored"
+    if "<int:index>" in str(pattern.pattern):
+        kwargs["index"] = 0
     url = reverse(f"buffers:{pattern.name}", kwargs=kwargs)
     if pattern.name == "next_problem":
         url += "?kind=unanswered_call"

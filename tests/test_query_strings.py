@@ -47,6 +47,8 @@ def pages(pk: int) -> list[str]:
             arguments["pk"] = pk
         if "format" in pattern.pattern.converters:
             arguments["format"] = "stored"
+        if "index" in pattern.pattern.converters:
+            arguments["index"] = 0
         found.append(reverse(f"buffers:{pattern.name}", kwargs=arguments))
     return found
 

@@ -10,11 +10,13 @@ from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from buffers import presenters, rendering
+from buffers.templatetags.reading import kb
 from tests.buffers import assistant, result, store, user
 
 # The renderer on its own.
@@ -379,6 +381,47 @@ def test_a_long_message_is_folded_with_its_size_on_the_button(client: Client) ->
     content = folded.split('id="m-1-content">')[1].split("</div>")[0]
     assert content.count("A line of a long message") == 1300  # all of it is in the page
     assert "Show all (6.1 KB)" in article(html, 2)  # 3,100 characters of two bytes: 31 lines
+
+
+def test_a_long_message_is_sent_once_and_its_raw_json_when_asked(client: Client) -> None:
+    long = "A line of a long tool result.\n" * 2000  # 60,000 bytes
+    conversation = store([user("short"), result("c1", long)])
+
+    stored = json.dumps(
+        {"role": "tool", "content": long, "metadata": {"tool_call_id": "c1"}},
+        indent=2,
+        ensure_ascii=False,
+    )
+
+    html = client.get(f"/c/{conversation.pk}/").text
+
+    assert html.count("A line of a long tool result.") == 2000, "its text, not its JSON too"
+    raw = article(html, 1).split('<details class="raw"')[1]
+    assert raw.startswith(f' data-src="/c/{conversation.pk}/m/1/json">')
+    assert f"<summary>Raw JSON ({kb(len(stored))}, loaded when opened)</summary>" in raw
+    assert kb(len(stored)) == "61 KB"
+    assert '<summary>Raw JSON</summary><pre class="json bounded" tabindex="0">{' in article(
+        html, 0
+    ), "a short message's is in the page"
+
+    answer = client.get(f"/c/{conversation.pk}/m/1/json")
+
+    assert answer.status_code == 200
+    assert answer["Content-Type"] == "application/json"
+    assert answer.text == stored
+
+
+def test_a_message_json_past_the_end_or_of_a_conversation_hidden_from_you_is_404(
+    client: Client,
+) -> None:
+    conversation = store([user("mine")])
+    stranger = Client()
+    stranger.force_login(User.objects.create_user("stranger"))
+
+    assert client.get(f"/c/{conversation.pk}/m/1/json").status_code == 404
+    assert client.get(f"/c/{conversation.pk}/m/{2**63}/json").status_code == 404
+    assert stranger.get(f"/c/{conversation.pk}/m/0/json").status_code == 404
+    assert client.get(f"/c/{conversation.pk}/m/0/json").status_code == 200
 
 
 def test_the_facts_line_sits_under_the_role(client: Client) -> None:

@@ -15,10 +15,35 @@
     return Array.prototype.map.call(parts, function (part) { return part.textContent; }).join("\n\n");
   }
 
+  // The message's raw JSON: in the page, or (a long one) asked of the server the first time
+  // it is opened or copied, and kept in its box.
   function messageJson(message) {
-    var raw = message.querySelector(".raw pre");
-    return raw ? raw.textContent : "";
+    var details = message.querySelector("details.raw");
+    if (!details) return Promise.resolve("");
+    return loadRaw(details);
   }
+
+  function loadRaw(details) {
+    var box = details.querySelector("pre");
+    if (!details.dataset.src || details.dataset.loaded) return Promise.resolve(box.textContent);
+    return fetch(details.dataset.src, {headers: {Accept: "application/json"}}).then(function (answer) {
+      if (!answer.ok) throw new Error("HTTP " + answer.status);
+      return answer.text();
+    }).then(function (text) {
+      box.textContent = text;
+      details.dataset.loaded = "1";
+      return text;
+    });
+  }
+
+  // "toggle" does not bubble: heard on its way down.
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.matches || !details.matches("details.raw[data-src]") || !details.open) return;
+    loadRaw(details).catch(function () {
+      details.querySelector("pre").textContent = "The raw JSON could not be loaded; open it again to retry.";
+    });
+  }, true);
 
   function say(button, words) {
     if (!button.dataset.label) button.dataset.label = button.textContent;
@@ -30,14 +55,19 @@
   }
 
   function copy(button, message) {
-    var text = button.dataset.copy === "json" ? messageJson(message) : messageText(message);
     if (!navigator.clipboard) {
       say(button, "Cannot copy here");
       return;
     }
-    navigator.clipboard.writeText(text).then(
-      function () { say(button, "Copied"); },
-      function () { say(button, "Copy refused"); }
+    var text = button.dataset.copy === "json" ? messageJson(message) : Promise.resolve(messageText(message));
+    text.then(
+      function (copied) {
+        return navigator.clipboard.writeText(copied).then(
+          function () { say(button, "Copied"); },
+          function () { say(button, "Copy refused"); }
+        );
+      },
+      function () { say(button, "Could not load it"); }
     );
   }
 

@@ -141,6 +141,24 @@ def test_copy_buttons_put_the_text_and_the_stored_json_on_the_clipboard(
     expect(folded).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == LONG
 
+    long_json = page.locator("#m-3 button.copy[data-copy=json]")
+    long_json.click()  # its JSON is not in the page: asked for, then copied
+    expect(long_json).to_have_text("Copied")
+    copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
+    assert copied == {"role": "tool", "content": LONG, "metadata": {"tool_call_id": "c1"}}
+
+
+def test_a_long_message_raw_json_is_loaded_when_opened(page: Page, live_server: LiveServer) -> None:
+    open_reading(page, live_server)
+    raw = page.locator("#m-3 details.raw")
+    expect(raw.locator("pre")).to_have_text("")
+
+    raw.locator("summary").click()
+
+    expect(raw.locator("pre")).to_contain_text('"tool_call_id": "c1"')
+    shown = json.loads(raw.locator("pre").text_content() or "")
+    assert shown["content"] == LONG
+
 
 def test_messages_swapped_in_by_htmx_have_working_buttons(
     page: Page, live_server: LiveServer
