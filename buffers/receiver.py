@@ -74,13 +74,22 @@ def traces(request: HttpRequest) -> HttpResponse:
             uncaptured += 1
     done = services.ingest_model_calls(calls, owner=user)
     rejected += [f"span {span}: {why}" for span, why in done.rejected]
-    shown = "; ".join(rejected[:10])
-    more = f" (and {len(rejected) - 10} more)" if len(rejected) > 10 else ""
-    said = [shown + more] if rejected else []
-    if uncaptured:  # a warning (OTLP: a message with no span rejected for it)
+    said = [_first_ten(rejected)] if rejected else []
+    # Warnings (OTLP: a message with no span rejected for it).
+    refused_spans = {span for span, _ in done.rejected}
+    stored = [call for call in calls if call.span_id not in refused_spans]
+    replaced = [f"span {call.span_id}: {call.replaced}" for call in stored if call.replaced]
+    if replaced:
+        said.append(_first_ten(replaced))
+    if uncaptured:
         said.append(_uncaptured(uncaptured))
     answer = otlp.export_response(encoding, len(rejected), "; ".join(said))
     return HttpResponse(answer, content_type=encoding, status=200)
+
+
+def _first_ten(sentences: list[str]) -> str:
+    more = f" (and {len(sentences) - 10} more)" if len(sentences) > 10 else ""
+    return "; ".join(sentences[:10]) + more
 
 
 CAPTURE_ON_SPANS = (

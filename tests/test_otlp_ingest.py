@@ -7,10 +7,13 @@ is the real OpenTelemetry SDK and its OTLP/HTTP exporter, against a live server.
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import json
 import re
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -576,20 +579,62 @@ def test_a_span_whose_content_cannot_be_read_is_counted_in_partial_success(
 
 
 @pytest.mark.django_db
-def test_a_span_refused_for_its_messages_is_named_once_with_the_place(
+def test_characters_no_database_stores_are_replaced_and_the_conversation_goes_on(
     client: Client, token: str
 ) -> None:
-    nul = {"role": "user", "parts": [{"type": "text", "content": "a\u0000b"}]}
+    """A tool that read a binary file leaves U+0000 in its result, and output cut inside an
+    emoji a lone surrogate; every later span repeats them in its history. Refused, they
+    stopped the conversation for good; replaced, as a runtime's log file is read, it goes on."""
+    binary = {
+        "role": "tool",
+        "parts": [
+            {"type": "tool_call_response", "id": "call_1", "response": "PK\x03\x04\x00 \ud83d"}
+        ],
+    }
+    looked = [USER, LOOKUP, binary]
 
-    answer = send(client, token, lambda t: chat(t, [nul], [LOOKUP]))
+    first = send(client, token, lambda t: chat(t, looked, [REFUND]))
+    second = send(client, token, lambda t: chat(t, [*looked, REFUND, REFUNDED], [DONE]))
 
-    assert answer.partial_success.rejected_spans == 1
-    message = answer.partial_success.error_message
-    assert re.fullmatch(
-        r"span [0-9a-f]{16}: messages\[0\]\.parts\[0\]\.content: holds the character "
-        r"U\+0000, which cannot be stored",
-        message,
-    ), message
+    for answer in (first, second):
+        assert answer.partial_success.rejected_spans == 0
+        assert re.fullmatch(
+            r"span [0-9a-f]{16}: messages\[2\]\.parts\[0\]\.response: held U\+0000 and "
+            r"U\+D83D, which no database stores: replaced by U\+FFFD",
+            answer.partial_success.error_message,
+        ), answer.partial_success.error_message
+    conversation = Conversation.objects.get()
+    assert roles(conversation) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert buffer(conversation)[2]["content"] == "PK\x03\x04\ufffd \ufffd"
+    assert_consistent(conversation)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_first_spans_of_a_new_conversation_sent_at_once_make_one_conversation(
+    token: str,
+) -> None:
+    """Two exporters (or two workers) send the first spans of one conversation at the same
+    moment: one makes the conversation and the other extends it, nothing is refused."""
+    from django.db import connection
+
+    def send_at(start: threading.Barrier, build: Callable[[Tracer], None]) -> Any:
+        try:
+            start.wait()
+            return send(Client(), token, build)
+        finally:
+            connection.close()
+
+    for trial in range(8):
+        conversation = f"race-{trial}"
+        start = threading.Barrier(2)
+        first = functools.partial(chat, inputs=[USER], outputs=[LOOKUP], conversation=conversation)
+        both = [first, functools.partial(first, inputs=[USER, LOOKUP, FOUND], outputs=[DONE])]
+        with ThreadPoolExecutor(2) as senders:
+            answers = list(senders.map(functools.partial(send_at, start), both))
+
+        assert [a.partial_success.error_message for a in answers] == ["", ""]
+        [stored] = Conversation.objects.filter(metadata__otel__conversation_id=conversation)
+        assert roles(stored) == ["user", "assistant", "tool", "assistant"]
 
 
 @pytest.mark.django_db

@@ -91,10 +91,10 @@ def _ingest_one(call: otlp.ModelCall, group: str, owner: User) -> int | None:
     )
     conversation = theirs.first()
     if conversation is None:
-        try:
-            return _create(call, group, owner, _key(owner, group))
-        except IntegrityError:  # made by a request running beside this one
-            conversation = theirs.get()
+        made = _create(call, group, owner, _key(owner, group))
+        if made is not None:
+            return made
+        conversation = theirs.get()  # made by a request running beside this one
     return with_buffer_lock(conversation.pk, VIA, lambda locked: _extend(locked, call, owner))
 
 
@@ -104,32 +104,34 @@ def _create(
     owner: User,
     key: str,
     branched: dict[str, Any] | None = None,
-) -> int:
+) -> int | None:
+    """The new conversation of ``key``; None when a request running beside this one
+    stored it first (the caller extends that one)."""
     rows, starts = _rows(call, 0, 0)
     metadata: dict[str, Any] = {"group": group, "messages": len(call.messages)}
     if call.conversation_id:
         metadata["conversation_id"] = call.conversation_id
     if branched:
         metadata["branched_from"] = branched
-    with transaction.atomic():
-        [conversation] = import_conversations(
-            [
-                ConversationIn(
-                    messages=rows,
-                    title=call.title[:300],
-                    source=SOURCE,
-                    key=key,
-                    source_format="otel-genai",
-                    metadata={"otel": metadata},
-                    origin="",  # the problems are the span's: Ingested.rejected names it
-                )
-            ],
-            via=VIA,
-            by=owner,
-            owner=owner,
-        )
-        _trace(conversation, call.messages, 0, starts)
-    return conversation.pk
+    incoming = ConversationIn(
+        messages=rows,
+        title=call.title[:300],
+        source=SOURCE,
+        key=key,
+        source_format="otel-genai",
+        metadata={"otel": metadata},
+        origin="",  # the problems are the span's: Ingested.rejected names it
+    )
+    try:
+        with transaction.atomic():
+            made = import_conversations(
+                [incoming], via=VIA, by=owner, owner=owner, on_existing="skip"
+            )
+            for conversation in made:
+                _trace(conversation, call.messages, 0, starts)
+    except IntegrityError:  # the other request committed between the check and the insert
+        return None
+    return made[0].pk if made else None
 
 
 def _extend(conversation: Conversation, call: otlp.ModelCall, owner: User) -> int:
@@ -201,6 +203,8 @@ def _branch(
         key,
         branched={"conversation": conversation.pk, "at": at_row, "title": str(conversation)},
     )
+    if made is None:  # this very span, sent again, branched in a request beside this one
+        return Conversation.objects.get(owner=owner, scope=Scope.GLOBAL, scope_id="", key=key).pk
     branches = [*kept.get("branches", []), {"conversation": made, "at": at_row}]
     Conversation.objects.filter(pk=conversation.pk).update(
         metadata={**conversation.metadata, "otel": {**kept, "branches": branches}}

@@ -180,7 +180,7 @@ def parse_lines(text: str, *, long_numbers: bool | None = None) -> Source:
                 written = value
                 value, storable, places = _made_storable(value)
                 if places:
-                    why = f"{_changed(places)} (the rest was read as written)"
+                    why = f"{changed(places)} (the rest was read as written)"
                     altered.append(Altered(where, why, original=written))
             lines.append(Entry(where, value, storable))
         except jsontext.DuplicateKey as error:
@@ -227,7 +227,7 @@ def _made_storable(value: object) -> tuple[object, bool, list[tuple[str, str]]]:
     return copy, True, places
 
 
-def _changed(places: Sequence[tuple[str, str]], within: str = "") -> str:
+def changed(places: Sequence[tuple[str, str]], within: str = "") -> str:
     """Why a line (or an entry ``within`` a document) was changed: "payload.output: held
     U+0000, which no database stores: replaced by U+FFFD"."""
     within_entry = (place.removeprefix(within).lstrip(".") for place, _ in places)
@@ -258,7 +258,7 @@ def storable_document(source: Source) -> Source:
         entry = _ENTRY.match(place)
         by_entry.setdefault(entry.group() if entry else "", []).append((place, found))
     altered = tuple(
-        Altered(entry.lstrip(".") or "file", _changed(held, within=entry), document)
+        Altered(entry.lstrip(".") or "file", changed(held, within=entry), document)
         for entry, held in by_entry.items()
     )
     return replace(source, document=copy, altered=altered)

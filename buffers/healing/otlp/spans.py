@@ -58,11 +58,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -70,8 +71,15 @@ from buffers.healing import jsontext
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.formats.common import Row
 from buffers.healing.formats.otel_genai import read_messages
+from buffers.healing.formats.source import changed
 from buffers.healing.ids import usable_id
-from buffers.healing.messages import MAX_DEPTH, MAX_ID_LENGTH, describe, json_problem
+from buffers.healing.messages import (
+    MAX_DEPTH,
+    MAX_ID_LENGTH,
+    describe,
+    json_problem,
+    storable_copy,
+)
 
 from .decode import Span, SpanEvent
 
@@ -184,6 +192,8 @@ class ModelCall:
     finish_reason: str | None = None
     agent_name: str | None = None
     service_name: str | None = None
+    replaced: str = ""
+    """Why characters no database stores were replaced in the messages, when any were."""
 
     @cached_property
     def digests(self) -> list[str]:
@@ -407,7 +417,7 @@ def _model_call(span: Span, content: _Content) -> ModelCall | None:
         if len(outputs) > 1:
             answer = {**answer, "other_outputs": outputs[1:]}
         messages.append(answer)
-    messages = _with_ids(messages)
+    messages, replaced = _storable(_with_ids(messages))
     _writable(messages, len(inputs))
     attributes = content.attributes
     output_reason = outputs[0].get("finish_reason") if outputs else None
@@ -428,7 +438,25 @@ def _model_call(span: Span, content: _Content) -> ModelCall | None:
         agent_name=_word(attributes.get("gen_ai.agent.name"))
         or _word(attributes.get("agent.name")),
         service_name=_word(span.resource.get("service.name")),
+        replaced=replaced,
     )
+
+
+def _storable(messages: list[RawMessage]) -> tuple[list[RawMessage], str]:
+    """The messages with each U+0000 and lone surrogate replaced by U+FFFD, as a runtime's
+    log file is read (docs/decisions.md): a tool that printed a binary file leaves one,
+    and the history every later span repeats would hold it too, so refusing it would stop
+    the conversation for good. Also why, when any was (else ""). Asked in C first: orjson
+    escapes U+0000 and refuses a surrogate."""
+    try:
+        if b"\\u0000" not in orjson.dumps(messages):
+            return messages, ""
+    except TypeError:  # a surrogate, or nested past orjson's depth (``_writable``)
+        pass
+    copy, places = storable_copy(messages)
+    if not places:
+        return messages, ""
+    return cast(list[RawMessage], copy), changed([(f"messages{p}", kind) for p, kind in places])
 
 
 def _writable(messages: list[RawMessage], inputs: int) -> None:
@@ -588,14 +616,15 @@ def _semconv(values: dict[str, Any], where: str, attributes: dict[str, Any]) -> 
 
 
 def _json(value: str, where: str) -> object:
+    """The value of JSON text, as ``jsontext`` reads a file's: an integer of any length
+    exact, and a lone surrogate escaped in a string read (``_storable`` replaces it)."""
     try:
-        held = orjson.loads(value)
-        jsontext.unique_keys(value, held)
+        held, _ = jsontext.loads(value)
     except jsontext.DuplicateKey as error:
         raise _Refused(f"{error.under(where)}: {error.why}") from None
-    except orjson.JSONDecodeError as error:
+    except json.JSONDecodeError as error:
         raise _Refused(f"{where} is not JSON text ({error})") from None
-    except (RecursionError, ValueError):  # from json, checking the keys
+    except (RecursionError, ValueError):  # nested too deeply, or too long a number
         raise _Refused(f"{where} cannot be read as JSON") from None
     return held
 
