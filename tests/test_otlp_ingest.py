@@ -417,6 +417,23 @@ def test_a_rewritten_history_branches_into_a_conversation_that_says_where(
 
 
 @pytest.mark.django_db
+def test_an_answer_sent_back_without_its_reasoning_or_an_empty_text_is_the_same_message(
+    client: Client, token: str
+) -> None:
+    """Reasoning is not sent back to most models (DeepSeek refuses it), and an empty text
+    part is dropped by many agents: neither makes the next span a rewritten history."""
+    thought = {"type": "reasoning", "content": "They want a refund; look the order up."}
+    answered = {**LOOKUP, "parts": [thought, *LOOKUP["parts"], {"type": "text", "content": ""}]}
+    send(client, token, lambda t: chat(t, [USER], [answered]))
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND]))
+    send(client, token, lambda t: chat(t, [USER, LOOKUP, FOUND, REFUND, REFUNDED], [DONE]))
+
+    [conversation] = Conversation.objects.all()
+    assert roles(conversation) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert "They want a refund" in json.dumps(buffer(conversation)[1]), "the answer as given"
+
+
+@pytest.mark.django_db
 def test_someone_elses_conversation_id_makes_a_new_conversation_of_ones_own(
     client: Client, token: str
 ) -> None:

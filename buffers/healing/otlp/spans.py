@@ -273,9 +273,12 @@ def digest(message: Mapping[str, Any]) -> str:
     """A short stable digest of a message's role and parts: what an answer and the same
     message sent back as history share (``finish_reason``, ``name``, an ``index`` and any
     other message key are left out; a call's arguments written as JSON text read as the
-    JSON they hold; parts' keys holding null are left out). Raises TypeError for a value
-    JSON cannot write (never for the messages of a ``ModelCall``)."""
+    JSON they hold; parts' keys holding null are left out; so are reasoning parts, which
+    most models are not sent back, and empty text parts, which many agents drop). Raises
+    TypeError for a value JSON cannot write (never for the messages of a ``ModelCall``)."""
     role, parts = message.get("role"), message.get("parts")
+    if isinstance(parts, list):
+        parts = [part for part in parts if not _not_sent_back(part)]
     canonical = [_canonical_part(part) for part in parts] if isinstance(parts, list) else parts
     try:
         text = orjson.dumps({"role": role, "parts": canonical}, option=orjson.OPT_SORT_KEYS)
@@ -319,6 +322,13 @@ def _placed(path: str, where: str) -> str:
         if path.startswith(prefix):
             return replacement + path[len(prefix) :]
     return f"{where}: {path}" if path else where
+
+
+def _not_sent_back(part: object) -> bool:
+    return isinstance(part, dict) and (
+        part.get("type") == "reasoning"
+        or (part.get("type") == "text" and part.get("content") == "")
+    )
 
 
 def _canonical_part(part: object) -> object:
