@@ -232,6 +232,27 @@ def test_spans_out_of_order_and_sent_twice_give_the_same_buffer(client: Client, 
 
 
 @pytest.mark.django_db
+def test_an_answer_stored_from_a_later_span_gets_its_facts_when_its_own_span_comes(
+    client: Client, token: str
+) -> None:
+    late = request_of(lambda t: chat(t, [USER, LOOKUP, FOUND], [REFUND])).SerializeToString()
+    early = request_of(lambda t: chat(t, [USER], [LOOKUP])).SerializeToString()
+    post(client, late, token)
+    conversation = Conversation.objects.get()
+    assert "model" not in buffer(conversation)[1]["metadata"].get("facts", {})
+
+    post(client, early, token)
+    post(client, early, token)  # sent again: nothing more to write
+
+    facts = buffer(conversation)[1]["metadata"]["facts"]
+    assert (facts["model"], facts["usage"]["input"]) == ("gpt-4o-mini", 120)
+    assert facts["finish_reason"] == "tool_call" and "latency_ms" in facts
+    changes = BufferChange.objects.filter(conversation=conversation).order_by("pk")
+    assert [(c.via, c.action) for c in changes] == [("otlp", "import"), ("otlp", "edit")]
+    assert_consistent(conversation)
+
+
+@pytest.mark.django_db
 def test_the_json_encoding_and_gzip_are_read_and_answered_in_kind(
     client: Client, token: str
 ) -> None:

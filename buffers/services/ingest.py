@@ -24,10 +24,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
-from buffers import healing
+from buffers import healing, selectors
 from buffers.healing import otlp
-from buffers.models import Action, Conversation, Scope, TracedMessage
+from buffers.models import Action, Conversation, Message, Scope, TracedMessage
 
 from .appends import _apply, _load_facts
 from .imports import ConversationIn, import_conversations
@@ -147,8 +149,9 @@ def _extend(conversation: Conversation, call: otlp.ModelCall, owner: User) -> in
     )
     if any(digests.get(p) != otlp.digest(call.messages[p]) for p in places):
         return _branch(conversation, call, owner, kept)
-    if sent <= stored:
-        return conversation.pk  # older than what is stored, or sent again
+    if sent <= stored:  # older than what is stored, or sent again
+        _add_facts(conversation, call, owner)
+        return conversation.pk
     rows, starts = _rows(call, stored, conversation.message_count)
     facts, existing = _load_facts(conversation, rows)
     plan = healing.plan_verbatim(facts, rows)
@@ -159,6 +162,47 @@ def _extend(conversation: Conversation, call: otlp.ModelCall, owner: User) -> in
         metadata={**conversation.metadata, "otel": kept}
     )
     return conversation.pk
+
+
+def _add_facts(conversation: Conversation, call: otlp.ModelCall, owner: User) -> None:
+    """A span that came after the next one, whose history stored its answer without the
+    facts only its own span knows (model, usage, latency...): they join the answer's row,
+    where the answer's own words win; journalled as an edit. Nothing when it has them."""
+    facts = call.facts
+    if not facts or call.input_count >= len(call.messages):
+        return
+    position = len(call.messages) - 1
+    first_row = (
+        TracedMessage.objects.filter(conversation=conversation, position=position)
+        .values_list("row", flat=True)
+        .first()
+    )
+    if first_row is None:
+        return
+    answer = next(
+        (row for row in selectors.messages_page(conversation, offset=first_row, limit=1)), None
+    )
+    if answer is None or answer.role == "tool":
+        return
+    had = answer.metadata.get("facts")
+    merged = {**facts, **had} if isinstance(had, dict) else facts
+    if merged == had:
+        return
+    old = answer.as_core()
+    metadata = {**answer.metadata, "facts": merged}
+    Message.objects.filter(pk=answer.pk).update(metadata=metadata)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        version=F("version") + 1, updated_at=timezone.now()
+    )
+    new = old.model_copy(update={"metadata": metadata})
+    Writer(VIA, owner, Action.EDIT, "the facts of its span, which came after the next").record(
+        conversation,
+        version=conversation.version + 1,
+        message_count=conversation.message_count,
+        rows=[
+            {"change": "edited", "index": first_row, "old": old.as_stored(), "new": new.as_stored()}
+        ],
+    )
 
 
 def _branch(
