@@ -61,10 +61,15 @@ def formats_for(conversation: Conversation) -> dict[str, ExportFormat]:
 
 
 def native_refusal(conversation: Conversation) -> str | None:
-    """Why ``conversation`` is not written back to its runtime, though read from it: a
+    """Why ``conversation`` is not written back to its runtime, though read from it: what
+    its writer refuses (a layout no current runtime resumes); or a repair, since a
     runtime's writer writes each message's lines as they were read, so a message edited or
     deleted in the admin would be written as it was, or leave the session's chain of events
     broken, in a file said to be healed. None when nothing stands in the way."""
+    runtime = formats.READABLE.get(conversation.source_format)
+    refuses = runtime.native_refusal if runtime is not None else None
+    if refuses is not None and (refused := refuses(conversation.metadata)) is not None:
+        return refused
     repair = (
         conversation.changes.filter(action__in=(Action.EDIT, Action.DELETE))
         .order_by("-at", "-pk")

@@ -705,6 +705,24 @@ def test_a_runtime_file_that_cannot_be_written_back_says_why_on_the_page_and_the
     reason = problem["message"]
     assert "not written back in that layout" in reason
     assert reason in page.content.decode()
+    shown = client.get(f"/c/{conversation.pk}/").text
+    assert "Not written back as a Codex CLI rollout: was read from a 2025 Codex rollout" in shown
+    assert f"/c/{conversation.pk}/export/codex" not in shown, "no download that cannot work"
+
+
+def test_the_export_command_says_why_a_runtime_file_cannot_be_written_back() -> None:
+    legacy = Path(__file__).resolve().parent / "fixtures" / "codex" / "legacy.jsonl"
+    call_command("import_transcripts", str(legacy), verbosity=0)
+    conversation = Conversation.objects.get()
+
+    for format, why in (
+        ("codex", "was read from a 2025 Codex rollout"),
+        ("claude-code", "only a conversation read from a Claude Code session"),
+    ):
+        with pytest.raises(CommandError, match=why):
+            call_command(
+                "export_transcript", str(conversation.pk), format=format, stdout=StringIO()
+            )
 
 
 @pytest.mark.parametrize("format", ["claude-code", "codex"])

@@ -246,7 +246,8 @@ def test_an_answer_stored_from_a_later_span_gets_its_facts_when_its_own_span_com
 
     facts = buffer(conversation)[1]["metadata"]["facts"]
     assert (facts["model"], facts["usage"]["input"]) == ("gpt-4o-mini", 120)
-    assert facts["finish_reason"] == "tool_call" and "latency_ms" in facts
+    assert facts["finish_reason"] == "tool_call"
+    assert "latency_ms" in facts
     changes = BufferChange.objects.filter(conversation=conversation).order_by("pk")
     assert [(c.via, c.action) for c in changes] == [("otlp", "import"), ("otlp", "edit")]
     assert_consistent(conversation)

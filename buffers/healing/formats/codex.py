@@ -95,7 +95,7 @@ from buffers.healing.ids import usable_id
 from buffers.healing.messages import describe
 
 from . import openai_responses
-from .codex_writer import SPACE, native_name, write_native
+from .codex_writer import SPACE, native_name, native_refusal, write_native
 from .common import (
     Converted,
     Problems,
@@ -784,4 +784,5 @@ FORMAT = Format(
     lines=True,
     write_native=write_native,
     native_name=native_name,
+    native_refusal=native_refusal,
 )

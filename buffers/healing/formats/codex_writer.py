@@ -46,31 +46,30 @@ SPACE = "codex"
 conversation)."""
 
 
-def write_native(messages: Sequence[Message], metadata: Mapping[str, Any]) -> str:
-    """The conversation as a Codex rollout's text (JSONL, ending with a newline)."""
+def native_refusal(metadata: Mapping[str, Any]) -> str | None:
+    """Why a conversation read from a Codex rollout, whose metadata this is, cannot be
+    written back as one; None when it can."""
     kept = namespace(metadata, SPACE)
     if kept.get("layout") == "legacy":
-        raise InvalidInput(
-            [
-                Problem(
-                    "conversation",
-                    "was read from a 2025 Codex rollout (a bare header and bare items), which "
-                    "no current Codex CLI resumes; it is not written back in that layout "
-                    "(export it as OpenAI Responses instead)",
-                )
-            ]
+        return (
+            "was read from a 2025 Codex rollout (a bare header and bare items), which no "
+            "current Codex CLI resumes; it is not written back in that layout (export it as "
+            "OpenAI Responses instead)"
         )
-    header = kept.get("session_meta_line")
-    if not isinstance(header, str):
-        raise InvalidInput(
-            [
-                Problem(
-                    "conversation",
-                    "has no Codex session_meta line (it was not read from a whole Codex "
-                    "rollout), and Codex resumes no rollout without one",
-                )
-            ]
+    if not isinstance(kept.get("session_meta_line"), str):
+        return (
+            "has no Codex session_meta line (it was not read from a whole Codex rollout), "
+            "and Codex resumes no rollout without one"
         )
+    return None
+
+
+def write_native(messages: Sequence[Message], metadata: Mapping[str, Any]) -> str:
+    """The conversation as a Codex rollout's text (JSONL, ending with a newline)."""
+    if (refusal := native_refusal(metadata)) is not None:
+        raise InvalidInput([Problem("conversation", refusal)])
+    kept = namespace(metadata, SPACE)
+    header = kept["session_meta_line"]
     writer = _Writer(header, paginated=kept.get("paginated") is True)
     for message in messages:
         writer.message(message)

@@ -364,6 +364,9 @@ class Format:
     native_name: Callable[[Mapping[str, Any]], str] | None = None
     """The file name the runtime gives the file ``write_native`` writes, from the
     conversation's metadata (a Claude Code session is ``<sessionId>.jsonl``)."""
+    native_refusal: Callable[[Mapping[str, Any]], str | None] | None = None
+    """Why ``write_native`` would refuse a conversation of this format, from its metadata
+    alone (None when it would not), so that a page offers no download that cannot work."""
 
     @property
     def named(self) -> str:

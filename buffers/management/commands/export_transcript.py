@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from buffers import access
+from buffers import access, healing
 from buffers.exports import EXPORT_FORMATS, export
 from buffers.models import Conversation
 
@@ -39,7 +39,10 @@ class Command(BaseCommand):
         conversation = visible.filter(pk=conversation_id).first()
         if conversation is None:
             raise CommandError(f"There is no conversation {conversation_id}.")
-        exported = export(conversation, format)
+        try:
+            exported = export(conversation, format)
+        except healing.InvalidInput as error:
+            raise CommandError("; ".join(str(p) for p in error.problems)) from None
         if output is None:
             self.stdout.write(
                 exported.body.decode(), ending="" if format == "stored-jsonl" else "\n"
