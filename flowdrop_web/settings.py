@@ -36,11 +36,12 @@ CSRF_TRUSTED_ORIGINS = [
     origin for origin in os.environ.get("FLOWDROP_CSRF_TRUSTED_ORIGINS", "").split(",") if origin
 ]
 
-# Behind a TLS proxy (README, "Running it for a team"): FLOWDROP_HTTPS=1 trusts the proxy's
-# X-Forwarded-Proto, redirects plain HTTP, sends cookies only over HTTPS, and asks browsers
-# to keep to HTTPS for a year (HSTS, subdomains included).
+# Behind a TLS proxy (README, "Running it for a team"): FLOWDROP_HTTPS=1 redirects plain
+# HTTP, sends cookies only over HTTPS, and asks browsers to keep to HTTPS for a year (HSTS,
+# subdomains included). Whether a request came over HTTPS is gunicorn's to say: it believes
+# X-Forwarded-Proto only from the proxy's address (make serve's FLOWDROP_PROXY_IPS, its
+# --forwarded-allow-ips); Django's SECURE_PROXY_SSL_HEADER would believe it from anyone.
 if _env_flag("FLOWDROP_HTTPS"):
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

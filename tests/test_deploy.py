@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,8 +76,9 @@ def test_without_https_the_check_names_what_a_public_deployment_lacks(tmp_path: 
         assert warning in done.stderr
 
 
-@pytest.fixture
-def gunicorn(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def serving(tmp_path: Path, *options: str) -> Iterator[str]:
+    """gunicorn as `make serve` starts it, with these options, on a free port."""
     env = deployment(tmp_path)
     subprocess.run([*MANAGE, "migrate", "--verbosity", "0"], env=env, check=True)
     with socket.socket() as probe:
@@ -94,6 +96,7 @@ def gunicorn(tmp_path: Path) -> Iterator[str]:
             f"127.0.0.1:{port}",
             "--access-logfile",
             "-",
+            *options,
         ],
         env=env,
         cwd=ROOT,
@@ -106,9 +109,17 @@ def gunicorn(tmp_path: Path) -> Iterator[str]:
             break
         except OSError:
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    server.terminate()
-    server.wait(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def gunicorn(tmp_path: Path) -> Iterator[str]:
+    with serving(tmp_path) as url:
+        yield url
 
 
 def get(url: str, proto: str = "https") -> tuple[int, dict[str, str], bytes]:
@@ -140,6 +151,19 @@ def test_gunicorn_serves_the_pages_and_static_files_behind_a_tls_proxy(gunicorn:
     assert headers["Content-Type"].startswith("text/css")
 
     status, headers, _ = get(f"{url}/accounts/login/", proto="http")
+    assert status == 301
+    assert headers["Location"].startswith("https://")
+
+
+def test_only_the_proxy_is_believed_when_it_says_the_request_came_over_https(
+    tmp_path: Path,
+) -> None:
+    """The proxy's address (FLOWDROP_PROXY_IPS, gunicorn's --forwarded-allow-ips) is who
+    may say a request came over HTTPS: a client reaching the server past its proxy, saying
+    so itself, is sent to HTTPS like any plain request."""
+    with serving(tmp_path, "--forwarded-allow-ips", "10.9.9.9") as url:
+        status, headers, _ = get(f"{url}/accounts/login/", proto="https")
+
     assert status == 301
     assert headers["Location"].startswith("https://")
 
