@@ -683,7 +683,9 @@ def test_an_unknown_export_format_is_a_422_from_the_api_and_a_404_on_the_page(
 ) -> None:
     conversation = store([user("hi")])
 
-    assert client.get(f"/api/conversations/{conversation.pk}/export?format=pdf").status_code == 422
+    refused = client.get(f"/api/conversations/{conversation.pk}/export?format=pdf")
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == "The request is not valid.", "a read writes nothing"
     assert client.get(f"/c/{conversation.pk}/export/pdf").status_code == 404
 
 

@@ -34,6 +34,13 @@ def _error(
     return response
 
 
+def _not_valid(request: HttpRequest) -> str:
+    """A 422's detail: a write says it wrote nothing; a read has nothing to say of it."""
+    if request.method in ("GET", "HEAD"):
+        return "The request is not valid."
+    return "The request is not valid; nothing was written."
+
+
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
     problems = [
@@ -45,7 +52,7 @@ def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
         # that every problem of every message is listed at once, rule problems included.
         others = [p for p in problems if not p.path.startswith("messages[")]
         problems = others + _batch_problems(request)
-    return _error(request, 422, "The request is not valid; nothing was written.", problems)
+    return _error(request, 422, _not_valid(request), problems)
 
 
 def _batch_problems(request: HttpRequest) -> list[healing.Problem]:
@@ -66,7 +73,7 @@ def _request_part(loc: Sequence[Any]) -> int:
 
 @api.exception_handler(healing.InvalidInput)
 def _invalid_input(request: HttpRequest, error: healing.InvalidInput) -> HttpResponse:
-    return _error(request, 422, "The request is not valid; nothing was written.", error.problems)
+    return _error(request, 422, _not_valid(request), error.problems)
 
 
 @api.exception_handler(HttpError)
@@ -78,7 +85,7 @@ def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
         )
     if isinstance(cause, jsontext.DuplicateKey):
         problem = healing.Problem(cause.path or "body", cause.why)
-        return _error(request, 422, "The request is not valid; nothing was written.", [problem])
+        return _error(request, 422, _not_valid(request), [problem])
     if isinstance(cause, json.JSONDecodeError):
         where = f"body, line {cause.lineno}, column {cause.colno}"
         return _error(request, 400, "The body is not JSON.", [healing.Problem(where, cause.msg)])
