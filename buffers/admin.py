@@ -103,13 +103,14 @@ class SharedWithUserFormSet(forms.BaseInlineFormSet[SharedWithUser, Conversation
         super().clean()
         for form in self.forms:
             cleaned = getattr(form, "cleaned_data", {})
+            # A row shown read-only (no change permission) holds its user's pk, not the user.
             viewer = cleaned.get("user")
-            if (
-                viewer is not None
-                and not cleaned.get("DELETE")
-                and viewer.pk == self.instance.owner_id
-            ):
+            if viewer is None or cleaned.get("DELETE"):
+                continue
+            if getattr(viewer, "pk", viewer) == self.instance.owner_id:
                 form.add_error("user", "This is its owner, who can already view and drive it.")
+            elif form.has_changed() and not viewer.is_active:
+                form.add_error("user", f"{viewer.get_username()}'s account is not active.")
 
 
 class SharedWithUserInline(AdministrativeTier, admin.TabularInline[SharedWithUser, Conversation]):
@@ -138,7 +139,7 @@ class ConversationForm(forms.ModelForm[Conversation]):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if "owner" in cleaned and (why := services.key_taken_by(self.instance, cleaned["owner"])):
+        if "owner" in cleaned and (why := services.owner_refusal(self.instance, cleaned["owner"])):
             self.add_error("owner", why)
         return cleaned
 
@@ -243,7 +244,8 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
             old = inline.initial.get(field) if inline.instance.pk else None
             deleted = inline in formset.deleted_forms
             new = None if deleted else inline.cleaned_data.get(field)
-            if old == (new.pk if new is not None else None):
+            # A row shown read-only (no change permission) holds a pk: unchanged.
+            if old == getattr(new, "pk", new):
                 continue
             if deleted:
                 formset.deleted_objects.append(inline.instance)
@@ -427,8 +429,12 @@ class MessageForm(forms.ModelForm[Message]):
             cleaned["message"] = healing.parse_message(raw, "message")
         except healing.InvalidInput as error:
             for problem in error.problems:
-                field = problem.path.removeprefix("message.").split(".")[0].split("[")[0]
-                self.add_error(field if field in self.fields else None, problem.message)
+                path = problem.path.removeprefix("message.")
+                field = path.split(".")[0].split("[")[0]
+                # Where inside the field, when it is deeper: "extra.deep[1]: holds ...".
+                inside = path.removeprefix(field).lstrip(".")
+                said = f"{inside}: {problem.message}" if inside else problem.message
+                self.add_error(field if field in self.fields else None, said)
         return cleaned
 
 

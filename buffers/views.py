@@ -34,7 +34,7 @@ from django_htmx.middleware import HtmxDetails
 from . import access, exports, healing, idempotency, presenters, search, selectors, services
 from .forms import FORMS, AssistantTurnForm, ToolResultForm, TurnForm, UploadForm
 from .healing import sendability
-from .models import Conversation, SignInLink
+from .models import Action, Conversation, SignInLink
 from .transcripts import TranscriptReading, check_size, read_transcript
 
 PAGE_SIZE = 50
@@ -239,12 +239,19 @@ def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
     """The repair journal: every write to the buffer, newest first, with each message a
     write replaced, edited or deleted readable again."""
     conversation = _visible(request, pk)
-    changes = Paginator(conversation.changes.all(), PAGE_SIZE).get_page(request.GET.get("page"))
+    changes = conversation.changes.all()
+    if not (access.owns(request.user, conversation) or access.is_administrative(request.user)):
+        # Who else may view it is the owner's and staff's to know, as the page's panel is.
+        changes = changes.exclude(action=Action.OWNER, rows__0__change__in=SHARING_ROWS)
+    page = Paginator(changes, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "buffers/conversation_history.html",
-        {"conversation": conversation, "changes": changes},
+        {"conversation": conversation, "changes": page},
     )
+
+
+SHARING_ROWS = ("viewer added", "viewer removed", "group added", "group removed")
 
 
 @require_safe

@@ -597,3 +597,38 @@ def test_admin_pages_name_the_site_icon(
 
     for url in (changelist(model), change(model, pk)):
         assert icon in admin_client.get(url).text
+
+
+def test_a_user_buffer_cannot_be_given_to_another_owner_whose_id_it_is_not_stored_under(
+    admin_client: Client, django_user_model: Any
+) -> None:
+    """A user-scope buffer is stored under its owner's id (MEM-8): under another owner every
+    write would be refused, a state no import can make."""
+    alice = django_user_model.objects.create_user("alice")
+    bob = django_user_model.objects.create_user("bob")
+    mine = store([user("go")], owner=alice, scope="user", scope_id=str(alice.pk))
+
+    answer = admin_client.post(change("conversation", mine.pk), sharing_form(bob.pk))
+
+    assert answer.status_code == 200
+    [why] = answer.context["adminform"].form.errors["owner"]
+    assert why.startswith(f"It is a user buffer stored under user id '{alice.pk}'")
+    mine.refresh_from_db()
+    assert mine.owner == alice
+
+
+def test_an_admin_edit_refused_deep_in_its_json_says_where(
+    admin_client: Client, crashed: Conversation
+) -> None:
+    message = Message.objects.get(conversation=crashed, answers_call_id="c1")
+    metadata = '{"tool_call_id": "c1", "extra": {"deep": ["ok", "\\u0000"]}}'
+
+    answer = admin_client.post(
+        change("message", message.pk),
+        {"role": "tool", "content": '"x"', "metadata": metadata, "reason": "r"},
+    )
+
+    assert answer.status_code == 200
+    assert answer.context["adminform"].form.errors["metadata"] == [
+        "extra.deep[1]: holds the character U+0000, which cannot be stored"
+    ]

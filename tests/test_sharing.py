@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 
 from buffers.models import Action, Conversation, SharedWithGroup, SharedWithUser
@@ -376,3 +376,106 @@ def test_the_admin_will_not_share_a_conversation_with_its_owner(
     assert answer.status_code == 200
     assert "This is its owner, who can already view and drive it." in answer.text
     assert not conversation.viewers.exists()
+
+
+def test_a_viewer_reads_the_history_without_learning_who_else_may_view_it(
+    client: Client, conversation: Conversation, bob: User, django_user_model: Any
+) -> None:
+    """Who else a conversation is shared with is the owner's and staff's to know (the page
+    shows a viewer no panel); the history said it all the same."""
+    django_user_model.objects.create_user("carol")
+    share(client, conversation, "bob")
+    share(client, conversation, "carol")
+    conversation.viewer_groups.add(Group.objects.create(name="auditors"))
+
+    as_bob = signed_in(bob).get(f"/c/{conversation.pk}/history").text
+    as_owner = client.get(f"/c/{conversation.pk}/history").text
+
+    assert "carol" not in as_bob
+    assert "viewer added" not in as_bob
+    assert "imported 2 messages" in as_bob, "the buffer's own history is still there"
+    assert "<li>viewer added: carol</li>" in as_owner
+
+
+def staff_who_may(django_user_model: Any, *codenames: str) -> Client:
+    staff = django_user_model.objects.create_user("clerk", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return signed_in(staff)
+
+
+def test_staff_who_may_only_view_the_shares_can_still_change_the_owner(
+    conversation: Conversation, bob: User, django_user_model: Any
+) -> None:
+    conversation.viewers.add(bob)
+    team = Group.objects.create(name="team")
+    conversation.viewer_groups.add(team)
+    alice = django_user_model.objects.create_user("alice")
+    clerk = staff_who_may(
+        django_user_model,
+        "view_conversation",
+        "change_conversation",
+        "view_sharedwithuser",
+        "view_sharedwithgroup",
+    )
+    user_row = SharedWithUser.objects.get(conversation=conversation)
+    group_row = SharedWithGroup.objects.get(conversation=conversation)
+
+    answer = clerk.post(
+        f"/admin/buffers/conversation/{conversation.pk}/change/",
+        {
+            **admin_form(conversation, owner=str(alice.pk)),
+            "sharedwithuser_set-TOTAL_FORMS": "1",
+            "sharedwithuser_set-INITIAL_FORMS": "1",
+            "sharedwithuser_set-0-id": str(user_row.pk),
+            "sharedwithuser_set-0-conversation": str(conversation.pk),
+            "sharedwithgroup_set-TOTAL_FORMS": "1",
+            "sharedwithgroup_set-INITIAL_FORMS": "1",
+            "sharedwithgroup_set-0-id": str(group_row.pk),
+            "sharedwithgroup_set-0-conversation": str(conversation.pk),
+        },
+    )
+
+    assert answer.status_code == 302
+    conversation.refresh_from_db()
+    assert conversation.owner == alice
+    assert list(conversation.viewers.all()) == [bob]
+    assert list(conversation.viewer_groups.all()) == [team]
+
+
+def test_sharing_with_an_inactive_account_in_the_admin_is_an_error_on_its_row(
+    admin_client: Client, conversation: Conversation, django_user_model: Any
+) -> None:
+    gone = django_user_model.objects.create_user("gone", is_active=False)
+
+    answer = admin_client.post(
+        f"/admin/buffers/conversation/{conversation.pk}/change/",
+        admin_form(
+            conversation,
+            **{"sharedwithuser_set-TOTAL_FORMS": "1", "sharedwithuser_set-0-user": str(gone.pk)},
+        ),
+    )
+
+    assert answer.status_code == 200
+    assert "gone&#x27;s account is not active." in answer.text
+    assert not conversation.viewers.exists()
+
+
+def test_a_new_owner_who_was_a_viewer_is_no_longer_listed_as_one(
+    conversation: Conversation, bob: User, django_user_model: Any
+) -> None:
+    conversation.viewers.add(bob)
+    clerk = staff_who_may(django_user_model, "view_conversation", "change_conversation")
+
+    answer = clerk.post(
+        f"/admin/buffers/conversation/{conversation.pk}/change/",
+        admin_form(conversation, owner=str(bob.pk)),
+    )
+
+    assert answer.status_code == 302
+    conversation.refresh_from_db()
+    assert conversation.owner == bob
+    assert not conversation.viewers.exists()
+    assert journal(conversation)[-1][3] == [
+        {"change": "owner", "old": acting_user().username, "new": "bob"},
+        {"change": "viewer removed", "user": "bob"},
+    ]

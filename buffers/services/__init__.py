@@ -14,7 +14,8 @@ The package, by concern (callers use the names re-exported here):
   and the admin tier (MEM-15), ``edit_message`` and ``delete_message``.
 - ``imports``: storing transcripts verbatim (``ConversationIn``,
   ``import_conversations``): checks, then bulk inserts.
-- ``ownership``: ``give_ownerless``, ``change_owner`` (``OwnershipRefused``, ``key_taken_by``).
+- ``ownership``: ``give_ownerless``, ``change_owner`` (``OwnershipRefused``, ``key_taken_by``,
+  ``owner_refusal``).
 - ``sharing``: ``share_conversation`` and ``unshare_conversation`` (who else may view),
   ``share_with_group`` and ``unshare_with_group`` (the admin's),
   ``viewer_named``, ``SharingRefused``.
@@ -34,7 +35,13 @@ from .imports import ConversationIn, import_conversations
 from .ingest import Ingested, ingest_model_calls
 from .journal import Actor, Writer
 from .locking import BufferBusy, ConversationNotFound, with_buffer_lock
-from .ownership import OwnershipRefused, change_owner, give_ownerless, key_taken_by
+from .ownership import (
+    OwnershipRefused,
+    change_owner,
+    give_ownerless,
+    key_taken_by,
+    owner_refusal,
+)
 from .repair import delete_message, edit_message, heal_conversation, preview_append, preview_heal
 from .scopes import resolve_scope
 from .sharing import (
@@ -65,6 +72,7 @@ __all__ = [
     "import_conversations",
     "ingest_model_calls",
     "key_taken_by",
+    "owner_refusal",
     "preview_append",
     "preview_heal",
     "resolve_scope",

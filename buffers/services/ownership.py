@@ -6,9 +6,10 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db import models, transaction
 
-from buffers.models import Action, Conversation, Scope
+from buffers.models import Action, Conversation, Scope, SharedWithUser
 
 from .journal import Actor, Writer
+from .scopes import scope_resolution
 
 
 class OwnershipRefused(ValueError):
@@ -52,12 +53,45 @@ def key_taken_by(conversation: Conversation, owner: User | None) -> str:
     )
 
 
+def owner_refusal(conversation: Conversation, owner: User | None) -> str:
+    """Why ``owner`` (None: nobody) cannot own ``conversation``: a key they already hold
+    (``key_taken_by``), or a scope that takes writes now and would refuse every one under
+    them (a user buffer is stored under its owner's id, MEM-8). Empty when they can."""
+    if why := key_taken_by(conversation, owner):
+        return why
+    if conversation.scope == Scope.GLOBAL or scope_resolution(conversation).refused:
+        return ""
+    moved = Conversation(
+        pk=conversation.pk,
+        scope=conversation.scope,
+        scope_id=conversation.scope_id,
+        owner_id=owner.pk if owner is not None else None,
+    )
+    after = scope_resolution(moved)
+    if not after.refused:
+        return ""
+    whom = owner.get_username() if owner is not None else "nobody"
+    return (
+        f"It is a {conversation.scope} buffer stored under {conversation.scope} id "
+        f"{conversation.scope_id!r}: owned by {whom}, its scope would refuse every write "
+        f"({after.reason}). Export it and import it for them instead."
+    )
+
+
+def _no_longer_viewer(conversation: Conversation, owner: User | None) -> list[dict[str, str]]:
+    """A new owner is no viewer of their own conversation: the journal's rows for that."""
+    if owner is None:
+        return []
+    removed, _ = SharedWithUser.objects.filter(conversation=conversation, user=owner).delete()
+    return [{"change": "viewer removed", "user": owner.get_username()}] if removed else []
+
+
 def change_owner(
     *, conversation: Conversation, owner: User | None, via: str, by: Actor, reason: str = ""
 ) -> bool:
     """Make ``owner`` (None: nobody) the owner of ``conversation``, with an entry in its
     journal; True if that changed anything. Refused (``OwnershipRefused``) when the new
-    owner already holds a conversation under its storage identity (``key_taken_by``)."""
+    owner cannot own it (``owner_refusal``). A viewer made owner is a viewer no longer."""
     with transaction.atomic():
         locked = (
             Conversation.objects.select_for_update(of=("self",))
@@ -67,7 +101,7 @@ def change_owner(
         old = locked.owner
         if (old.pk if old is not None else None) == (owner.pk if owner is not None else None):
             return False
-        if why := key_taken_by(locked, owner):
+        if why := owner_refusal(locked, owner):
             raise OwnershipRefused(why)
         Conversation.objects.filter(pk=locked.pk).update(owner=owner)
         Writer(via, by, Action.OWNER, reason).record(
@@ -79,7 +113,8 @@ def change_owner(
                     "change": "owner",
                     "old": old.get_username() if old is not None else None,
                     "new": owner.get_username() if owner is not None else None,
-                }
+                },
+                *_no_longer_viewer(locked, owner),
             ],
         )
     conversation.owner = owner
@@ -91,12 +126,12 @@ def give_ownerless(
 ) -> list[Conversation]:
     """Make ``owner`` the owner of each conversation of ``conversations`` that has none,
     with an entry in its journal; one that has an owner keeps it, and one stored under a
-    key ``owner`` already holds stays ownerless (``key_taken_by``: keys are per owner).
+    key ``owner`` already holds stays ownerless (``owner_refusal``: keys are per owner).
     Returns those given."""
     given: list[Conversation] = []
     with transaction.atomic():
         for conversation in conversations.filter(owner__isnull=True).select_for_update():
-            if key_taken_by(conversation, owner):
+            if owner_refusal(conversation, owner):
                 continue
             conversation.owner = owner
             conversation.save(update_fields=["owner"])
@@ -104,7 +139,10 @@ def give_ownerless(
                 conversation,
                 version=conversation.version,
                 message_count=conversation.message_count,
-                rows=[{"change": "owner", "old": None, "new": owner.get_username()}],
+                rows=[
+                    {"change": "owner", "old": None, "new": owner.get_username()},
+                    *_no_longer_viewer(conversation, owner),
+                ],
             )
             given.append(conversation)
     return given

@@ -22,6 +22,20 @@ def resolve_scope(conversation: Conversation, via: str) -> healing.scopes.Resolu
     another user's or an unknown session's id refuses too. A refusal logs exactly one
     warning naming the entry point, the conversation and the scope.
     """
+    resolution = scope_resolution(conversation)
+    if resolution.refused:
+        log.warning(
+            "Refused the %s scope of conversation %s via %s: %s; nothing was read or written.",
+            conversation.scope,
+            conversation.pk,
+            via,
+            resolution.reason,
+        )
+    return resolution
+
+
+def scope_resolution(conversation: Conversation) -> healing.scopes.Resolution:
+    """``resolve_scope``'s answer, logging nothing (asked before a change, not a write)."""
     scope = str(conversation.scope)
     context = healing.scopes.ExecutionContext(
         user_id=conversation.owner_id,
@@ -41,14 +55,6 @@ def resolve_scope(conversation: Conversation, via: str) -> healing.scopes.Resolu
                 f"the buffer is stored under {scope} id {conversation.scope_id!r}, "
                 f"but its context resolves to {resolution.scope_id!r}"
             ),
-        )
-    if resolution.refused:
-        log.warning(
-            "Refused the %s scope of conversation %s via %s: %s; nothing was read or written.",
-            scope,
-            conversation.pk,
-            via,
-            resolution.reason,
         )
     return resolution
 
