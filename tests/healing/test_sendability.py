@@ -781,3 +781,57 @@ def test_an_openai_file_sent_inline_needs_its_filename(provider: str, part: dict
 
     assert reason == "refused_part"
     assert rejections(provider, {"role": "user", "content": [named]}) == []
+
+
+def _anthropic_ids(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (block["type"], block["id"] if block["type"] == "tool_use" else block["tool_use_id"])
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] in ("tool_use", "tool_result")
+    ]
+
+
+def test_an_id_declared_again_in_a_later_turn_is_written_unique_for_anthropic() -> None:
+    """Some models (Kimi K2) number calls per turn, so an id comes back turn after turn;
+    Anthropic refuses a body whose tool_use ids repeat ("tool_use ids must be unique"), and
+    the verdict says it accepts: the export makes each declaration's id its own."""
+    messages = parse_messages(
+        [
+            user("list the files twice"),
+            assistant("functions.bash:0"),
+            result("functions.bash:0", "a.txt"),
+            assistant("functions.bash:0"),
+            result("functions.bash:0", "a.txt b.txt"),
+            {"role": "assistant", "content": "done"},
+        ]
+    )
+
+    body = write(messages, "anthropic")
+
+    assert _anthropic_ids(body) == [
+        ("tool_use", "functions_bash_0"),
+        ("tool_result", "functions_bash_0"),
+        ("tool_use", "functions_bash_0_2"),
+        ("tool_result", "functions_bash_0_2"),
+    ]
+    assert check(messages, "anthropic").accepted
+
+
+def test_an_id_declared_twice_in_one_turn_is_answered_in_order_for_anthropic() -> None:
+    twice = {
+        "role": "assistant",
+        "content": None,
+        "metadata": {"tool_calls": [{"tool_call_id": "c1", "name": "f"}] * 2},
+    }
+    messages = parse_messages([user("go"), twice, result("c1", "one"), result("c1", "two")])
+
+    body = write(messages, "anthropic")
+
+    assert _anthropic_ids(body) == [
+        ("tool_use", "c1"),
+        ("tool_use", "c1_2"),
+        ("tool_result", "c1"),
+        ("tool_result", "c1_2"),
+    ]

@@ -14,6 +14,7 @@ message, results first, as Anthropic requires.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -248,36 +249,62 @@ _NOT_TAKEN = re.compile(r"[^a-zA-Z0-9_-]")
 
 def _write_ids(messages: list[dict[str, Any]]) -> None:
     """Tool ids as Anthropic takes them: letters, digits, ``_`` and ``-`` only (it answers
-    400 to ``^[a-zA-Z0-9_-]+$`` not matched). An id of another shape (another provider's,
-    an integer, the ``#2`` a reader gives an id declared again) becomes its text with each
-    other character a ``_``, numbered past an id already in the body; its call and its
-    results alike, read as healing pairs them (``usable_id``). An id that fits is written
-    as it is."""
-    pairs = [
-        (block, "id" if block["type"] == "tool_use" else "tool_use_id")
+    400 to ``^[a-zA-Z0-9_-]+$`` not matched), each ``tool_use``'s its own (it answers 400 to
+    "tool_use ids must be unique"). An id of another shape (another provider's, an integer,
+    the ``#2`` a reader gives an id declared again) becomes its text with each other
+    character a ``_``; an id declared again (some models number calls per turn, and an id
+    comes back turn after turn) is numbered past every id in the body. A result answers the
+    first call of the turn before it that its id names and no result has answered yet;
+    else the id's last call (a result answering again, which the verdict refuses), read as
+    healing pairs them (``usable_id``). An id that fits, declared once, is written as it is."""
+    turns = [
+        (
+            message["role"],
+            [
+                (block, "id" if block["type"] == "tool_use" else "tool_use_id")
+                for block in message["content"]
+                if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result")
+            ],
+        )
         for message in messages
         if isinstance(message["content"], list)
-        for block in message["content"]
-        if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result")
     ]
-    texts = [usable_id(block.get(key)) for block, key in pairs]  # None: names no call
+    texts = [usable_id(block.get(key)) for _, blocks in turns for block, key in blocks]
     taken = {text for text in texts if text is not None and _TAKEN_ID.fullmatch(text)}
-    written: dict[str, str] = {}
-    for (block, key), text in zip(pairs, texts, strict=True):
-        if text is None:
-            continue
-        if text not in written:
-            if text in taken:  # it fits (an id made below is never one read)
-                written[text] = text
+    fitted: dict[str, str] = {}
+    latest: dict[str, str] = {}
+    """Each id's last call, as written."""
+    waiting: dict[str, deque[str]] = {}
+    """The calls of the last assistant turn that no result has answered yet, by id."""
+
+    def numbered(stem: str) -> str:
+        fitting, n = stem, 1
+        while fitting in taken:
+            n += 1
+            fitting = f"{stem}_{n}"
+        taken.add(fitting)
+        return fitting
+
+    def fit(text: str) -> str:
+        if text not in fitted:
+            fitted[text] = text if text in taken else numbered(_NOT_TAKEN.sub("_", text) or "toolu")
+        return fitted[text]
+
+    for role, blocks in turns:
+        if role == "assistant":
+            waiting = {}
+        for block, key in blocks:
+            text = usable_id(block.get(key))  # None: names no call
+            if text is None:
+                continue
+            if key == "id":
+                written = numbered(fit(text)) if text in latest else fit(text)
+                latest[text] = written
+                waiting.setdefault(text, deque()).append(written)
             else:
-                stem = _NOT_TAKEN.sub("_", text) or "toolu"
-                fitting, n = stem, 1
-                while fitting in taken:
-                    n += 1
-                    fitting = f"{stem}_{n}"
-                taken.add(fitting)
-                written[text] = fitting
-        block[key] = written[text]
+                queue = waiting.get(text)
+                written = queue.popleft() if queue else latest.get(text) or fit(text)
+            block[key] = written
 
 
 def start(message: Message, role: str, content: object) -> dict[str, Any]:
