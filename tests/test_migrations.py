@@ -15,7 +15,7 @@ from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models.signals import pre_migrate
 
-from buffers import services
+from buffers import search, services
 from buffers.models import Block, Conversation, DeclaredCall, Message
 from buffers.triggers import (
     APPEND_TRIGGER,
@@ -332,6 +332,32 @@ def test_0019_indexes_again_the_words_that_held_a_letter_sqlite_folds() -> None:
         page = signed_in().get("/", {"q": typed}).text
         assert "timings" in page
         assert "runs in µs" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0021_indexes_again_the_text_under_data_and_source_and_after_data_colon() -> None:
+    """Before 0021 a tool result's records under ``data`` and a text beginning "data:" were
+    left out of the words: indexed again, they are found on both databases."""
+    records = {"data": [{"title": "Pelican landing"}]}
+    conversation = store(
+        [
+            {"role": "tool", "content": records, "metadata": {"tool_call_id": "c1"}},
+            {"role": "user", "content": [{"type": "text", "text": "data: revenue in Portugal"}]},
+            user("an unrelated message"),
+        ],
+        owner=acting_user(),
+    )
+    with migrated_back_to("0020_placeholders_indexed"), connection.cursor() as cursor:
+        if connection.vendor == "sqlite":  # the words as they were made then
+            cursor.execute("UPDATE buffers_messagesearch SET body = ''")
+        else:
+            cursor.execute("UPDATE buffers_messagesearch SET document = ''::tsvector")
+
+    assert search.hit_indexes(conversation, search.terms("pelican")) == [0]
+    assert search.hit_indexes(conversation, search.terms("portugal")) == [1]
+    assert search.hit_indexes(conversation, search.terms("unrelated")) == [], (
+        "left as it was: only what held data or source is indexed again"
+    )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -396,6 +396,24 @@ def test_ids_types_images_signatures_and_metadata_are_not_text() -> None:
         assert hits(conversation, not_text) == [], not_text
 
 
+def test_a_tool_results_text_under_data_or_source_and_a_text_saying_data_colon_are_found() -> None:
+    """``data`` and ``source`` hold a media part's bytes, and a data: URI is bytes too; but a
+    REST answer holds its records under ``data``, a record may name its ``source``, and a
+    line of text (server-sent events) may begin with "data:"."""
+    conversation = store(
+        [
+            user("find news"),
+            assistant("c1"),
+            result("c1", {"data": [{"title": "Pelican landing", "source": "reuters"}]}),
+            {"role": "user", "content": [{"type": "text", "text": "data: revenue in Portugal"}]},
+        ]
+    )
+
+    assert hits(conversation, "pelican") == [2]
+    assert hits(conversation, "reuters") == [2]
+    assert hits(conversation, "portugal") == [3]
+
+
 # The index follows every write.
 
 

@@ -109,15 +109,19 @@ _NOT_TEXT = frozenset(
         "tool_use_id",
         "tool_call_id",
         "call_id",
-        "data",
         "image_url",
-        "source",
         "signature",
         "cache_control",
         "mime_type",
         "media_type",
     }
 )
+# A media part's bytes are a string under "data" (Gemini's inlineData, Anthropic's source),
+# its source an object under "source"; but a REST answer's records are under "data" and a
+# record may name its "source" in words: only those shapes are left out.
+_BYTES_IF_TEXT = "data"
+_BYTES_IF_OBJECT = "source"
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+[;,]", re.IGNORECASE)
 
 
 def text_of(role: str, content: Any, metadata: Mapping[str, Any]) -> str:
@@ -159,17 +163,23 @@ def words_of(text: str) -> str:
 
 
 def _collect(value: Any, parts: list[str]) -> None:
-    """The text inside structured content: strings, except under keys that hold none."""
+    """The text inside structured content: strings, except under keys that hold none and
+    a media part's bytes (a data: URI; ``_BYTES_IF_TEXT``, ``_BYTES_IF_OBJECT``)."""
     if isinstance(value, str):
-        if value and not value.startswith("data:"):
+        if value and not _DATA_URI.match(value):
             parts.append(value)
     elif isinstance(value, list):
         for item in value:
             _collect(item, parts)
     elif isinstance(value, dict):
         for key, item in value.items():
-            if key not in _NOT_TEXT:
-                _collect(item, parts)
+            if key in _NOT_TEXT:
+                continue
+            if key == _BYTES_IF_TEXT and isinstance(item, str):
+                continue
+            if key == _BYTES_IF_OBJECT and isinstance(item, dict):
+                continue
+            _collect(item, parts)
 
 
 def _call_text(call: dict[str, Any], parts: list[str]) -> None:
