@@ -404,7 +404,11 @@ def test_a_tool_results_text_under_data_or_source_and_a_text_saying_data_colon_a
         [
             user("find news"),
             assistant("c1"),
-            result("c1", {"data": [{"title": "Pelican landing", "source": "reuters"}]}),
+            {
+                "role": "tool",
+                "content": {"data": [{"title": "Pelican landing", "source": "reuters"}]},
+                "metadata": {"tool_call_id": "c1"},
+            },
             {"role": "user", "content": [{"type": "text", "text": "data: revenue in Portugal"}]},
         ]
     )
