@@ -6,7 +6,7 @@ a buffer row itself."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,17 @@ class HasUnansweredCalls(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.without_unanswered_calls()
         return queryset
+
+
+class SourceFilter(admin.AllValuesFieldListFilter):
+    """Django's filter of every source, with a conversation of none (every runtime's log
+    imported from a file) named "(none)" rather than an empty link."""
+
+    def choices(self, changelist: Any) -> Iterator[Any]:
+        for choice in super().choices(changelist):
+            if choice["display"] == "":
+                choice["display"] = "(none)"
+            yield choice
 
 
 class HasHealedPlaceholders(admin.SimpleListFilter):
@@ -178,7 +189,13 @@ class ConversationAdmin(AdministrativeTier, admin.ModelAdmin[Conversation]):
         "scope",
         "updated_at",
     )
-    list_filter = (HasUnansweredCalls, HasHealedPlaceholders, "source", "scope", "owner")
+    list_filter = (
+        HasUnansweredCalls,
+        HasHealedPlaceholders,
+        ("source", SourceFilter),
+        "scope",
+        "owner",
+    )
     list_select_related = ("owner",)
     search_fields = ("title", "source", "key", "owner__username")
     # Who may see and drive it (its owner, and below whom it is shared with) is the one

@@ -190,6 +190,12 @@ def pages() -> dict[str, Callable[[], str]]:
         staff()
         return f"/admin/buffers/conversation/{messy().pk}/change/"
 
+    def admin_conversations() -> str:
+        staff()
+        messy()
+        store([user("a runtime's log")], title="imported", source="")  # as logs are: no source
+        return "/admin/buffers/conversation/"
+
     return {
         "list": listing,
         "conversation": conversation,
@@ -200,6 +206,7 @@ def pages() -> dict[str, Callable[[], str]]:
         "admin-login": lambda: "/admin/login/",
         "admin-index": admin_index,
         "admin-conversation": admin_conversation,
+        "admin-conversations": admin_conversations,
     }
 
 
@@ -241,6 +248,43 @@ def test_a_title_or_source_of_one_long_word_wraps_on_every_page(
     page.wait_for_load_state("networkidle")
 
     expect(page.get_by_text(UNBROKEN).first).to_be_visible()
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= screen["width"], f"{path} scrolls sideways: {width} px"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/admin/buffers/conversation/{pk}/change/", "/admin/buffers/conversation/{pk}/history/"],
+)
+@pytest.mark.parametrize("screen", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_title_of_one_long_word_wraps_in_the_admin(
+    page: Page, live_server: LiveServer, path: str, screen: ViewportSize
+) -> None:
+    staff()
+    conversation = store([user("hello"), assistant("c1")], title=UNBROKEN)
+    page.set_viewport_size(screen)
+    page.goto(f"{live_server.url}{path.format(pk=conversation.pk)}")
+
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= screen["width"], f"{path} scrolls sideways: {width} px"
+
+
+LONG_CALL_ID = "run_shell_command__run_shell_command_1784560852846_0" * 3
+"""A call id of one word, longer than a phone is wide (Gemini CLI's are 30 to 60 characters)."""
+
+
+@pytest.mark.parametrize("path", ["/c/{pk}/sendability", "/c/{pk}/"])
+@pytest.mark.parametrize("screen", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_long_call_id_wraps_in_the_verdicts(
+    page: Page, live_server: LiveServer, path: str, screen: ViewportSize
+) -> None:
+    conversation = store([user("hello"), assistant(LONG_CALL_ID), user("and?")])
+    page.set_viewport_size(screen)
+    page.goto(f"{live_server.url}{path.format(pk=conversation.pk)}")
+    page.wait_for_load_state("networkidle")
+    for why in page.locator("details.why, .sendability details").all():
+        why.evaluate("d => { d.open = true; }")
+
     width = page.evaluate("document.scrollingElement.scrollWidth")
     assert width <= screen["width"], f"{path} scrolls sideways: {width} px"
 
