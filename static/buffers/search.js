@@ -151,6 +151,15 @@
     if (place && place !== article && !inView(place)) place.scrollIntoView({block: "center"});
   });
 
+  // htmx keeps a copy of the page for Back and Forward, made from its HTML, where a field's
+  // value is the one first served: the query typed goes into it, so that the page shown
+  // again holds the search to go on from.
+  document.body.addEventListener("htmx:beforeHistorySave", function () {
+    document.querySelectorAll(".search-field").forEach(function (field) {
+      field.setAttribute("value", field.value);
+    });
+  });
+
   // Nothing found: only the count changed (no swap settles), and no hit stays highlighted.
   document.body.addEventListener("htmx:oobAfterSwap", function (event) {
     var target = event.detail.target;

@@ -85,6 +85,33 @@ def test_enter_and_shift_enter_go_through_the_hits_of_the_whole_conversation(
     assert still_same_page(page)
 
 
+def test_back_to_an_earlier_hit_keeps_the_search_to_go_on_from(
+    page: Page, live_server: LiveServer
+) -> None:
+    """Back and Forward show the page htmx kept: its search field held the query as first
+    served (none), so Enter then searched for nothing and the search was lost."""
+    conversation = store(
+        haystack(300, {120: "a needle here", 200: "another Needle", 280: "needles, last"})
+    )
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(url)
+    field = page.locator("#conversation-search-q")
+    count = page.locator("#search-state .search-count")
+    field.fill("needle")
+    field.press("Enter")
+    expect(count).to_have_text("1 of 3")
+    field.press("Enter")
+    expect(count).to_have_text("2 of 3")
+
+    page.go_back()
+
+    expect(page).to_have_url(f"{url}?q=needle&at=120#m-120")
+    expect(count).to_have_text("1 of 3")
+    expect(field).to_have_value("needle")
+    field.press("Enter")
+    expect(count).to_have_text("2 of 3")
+
+
 def test_after_a_search_j_and_k_go_on_from_the_hit(page: Page, live_server: LiveServer) -> None:
     """The hit is where the reader is: the next message is the one after it, not the first
     of the messages shown above it."""
