@@ -525,6 +525,12 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     )
     context = _page_context(conversation, window=window, problems=problems, can_drive=True)
     context["report"] = sentences
+    # A placeholder replaced outside the window the reader has: a link to it, where a write
+    # without JavaScript opens the page.
+    marks = presenters.just_written(report)
+    context["replaced_elsewhere"] = [
+        index for index, how in sorted(marks.items()) if how == "replaced" and index not in window
+    ]
     context["oob"] = True
     return render(request, "buffers/conversation_detail.html#after-append", context)
 

@@ -357,6 +357,33 @@ def test_the_qa_panel_replaces_a_placeholder_in_place(client: Client) -> None:
 
 
 @pytest.mark.rule("MEM-10")
+def test_a_placeholder_replaced_outside_the_window_is_linked_from_the_report(
+    client: Client,
+) -> None:
+    """The page shows messages 200 to 250; the placeholder the QA panel's result replaces is
+    message 1: the report links to it, as a write without JavaScript opens the page there."""
+    conversation = store(
+        [assistant("c1"), placeholder("c1"), *(user(f"turn {n}") for n in range(250))]
+    )
+
+    html = client.post(
+        f"/c/{conversation.pk}/append",
+        {
+            "kind": "tool",
+            "tool-tool_call_id": "c1",
+            "tool-content": "Found 3 cats",
+            "window_start": 200,
+            "window_end": 250,
+        },
+        headers=HX,
+    ).text
+
+    assert "Replaced the placeholder for c1 at message 1 in place (MEM-10)." in html
+    assert '<a href="?at=1&amp;replaced=1#m-1">Show message 1</a>' in html
+    assert 'id="m-1"' not in html
+
+
+@pytest.mark.rule("MEM-10")
 def test_without_javascript_a_replaced_placeholder_is_marked_replaced_not_inserted(
     client: Client,
 ) -> None:
