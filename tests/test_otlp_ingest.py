@@ -35,8 +35,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 from pytest_django.live_server_helper import LiveServer
 
-from buffers import selectors
-from buffers.models import ApiToken, BufferChange, Conversation
+from buffers import selectors, services
+from buffers.healing import otlp
+from buffers.models import ApiToken, BufferChange, Conversation, TracedMessage
 from tests.buffers import signed_in
 from tests.integrity import assert_consistent
 
@@ -251,6 +252,30 @@ def test_an_answer_stored_from_a_later_span_gets_its_facts_when_its_own_span_com
     changes = BufferChange.objects.filter(conversation=conversation).order_by("pk")
     assert [(c.via, c.action) for c in changes] == [("otlp", "import"), ("otlp", "edit")]
     assert_consistent(conversation)
+
+
+@pytest.mark.django_db
+def test_facts_that_come_late_are_not_written_on_a_message_a_repair_moved_there(
+    client: Client, token: str
+) -> None:
+    second = {"role": "user", "parts": [{"type": "text", "content": "And the refund?"}]}
+    post(
+        client,
+        request_of(lambda t: chat(t, [USER, DONE, second], [REFUND])).SerializeToString(),
+        token,
+    )
+    conversation = Conversation.objects.get()
+    services.delete_message(
+        conversation_id=conversation.pk, index=0, via="admin", by="staff", reason="test"
+    )
+
+    post(client, request_of(lambda t: chat(t, [USER], [DONE])).SerializeToString(), token)
+
+    assert [m["metadata"].get("facts", {}).get("model") for m in buffer(conversation)][:2] == [
+        None,
+        None,
+    ], "message 1 is the user's now: the answer's facts are not its"
+    assert not conversation.changes.filter(action="edit").exists()
 
 
 @pytest.mark.django_db
@@ -646,6 +671,49 @@ def test_characters_no_database_stores_are_replaced_and_the_conversation_goes_on
     assert roles(conversation) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert buffer(conversation)[2]["content"] == "PK\x03\x04\ufffd \ufffd"
     assert_consistent(conversation)
+
+
+@pytest.mark.django_db
+def test_an_integer_beyond_64_bits_in_a_span_is_read_as_a_float_not_refused(
+    client: Client, token: str
+) -> None:
+    """An amount in wei is over 2**64: refused, every later span (which repeats it in its
+    history) was refused too."""
+    wei = {
+        "role": "tool",
+        "parts": [
+            {
+                "type": "tool_call_response",
+                "id": "call_1",
+                "response": {"wei": 123456789012345678901234567890},
+            }
+        ],
+    }
+
+    first = send(client, token, lambda t: chat(t, [USER, LOOKUP, wei], [REFUND]))
+    second = send(client, token, lambda t: chat(t, [USER, LOOKUP, wei, REFUND, REFUNDED], [DONE]))
+
+    assert (first.partial_success.rejected_spans, second.partial_success.rejected_spans) == (0, 0)
+    assert len(buffer(Conversation.objects.get())) == 6
+
+
+@pytest.mark.django_db
+def test_a_message_stored_before_reasoning_was_left_out_of_digests_is_still_recognized(
+    client: Client, token: str
+) -> None:
+    """Digests stored before an upgrade that leaves reasoning parts out of them still say
+    the message is the same: the next span extends the conversation, not a branch."""
+    thought = {"type": "reasoning", "content": "Look it up first."}
+    answered = {**LOOKUP, "parts": [thought, *LOOKUP["parts"]]}
+    send(client, token, lambda t: chat(t, [USER], [answered]))
+    conversation = Conversation.objects.get()
+    legacy = otlp.spans.legacy_digest(answered)
+    TracedMessage.objects.filter(conversation=conversation, position=1).update(digest=legacy)
+
+    send(client, token, lambda t: chat(t, [USER, answered, FOUND], [REFUND]))
+
+    assert Conversation.objects.count() == 1
+    assert roles(conversation) == ["user", "assistant", "tool", "assistant"]
 
 
 @pytest.mark.django_db(transaction=True)

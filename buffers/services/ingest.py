@@ -147,7 +147,7 @@ def _extend(conversation: Conversation, call: otlp.ModelCall, owner: User) -> in
             "position", "digest"
         )
     )
-    if any(digests.get(p) != otlp.digest(call.messages[p]) for p in places):
+    if any(digests.get(p) not in otlp.digests(call.messages[p]) for p in places):
         return _branch(conversation, call, owner, kept)
     if sent <= stored:  # older than what is stored, or sent again
         _add_facts(conversation, call, owner)
@@ -182,7 +182,10 @@ def _add_facts(conversation: Conversation, call: otlp.ModelCall, owner: User) ->
     answer = next(
         (row for row in selectors.messages_page(conversation, offset=first_row, limit=1)), None
     )
-    if answer is None or answer.role == "tool":
+    # The row the answer was stored at, unless a repair in the admin (a delete, a heal's
+    # placeholder before it) has moved another there since: then nothing is written.
+    written = healing.parse_messages(otlp.rows(call.messages[position], "answer"))
+    if answer is None or answer.role != "assistant" or answer.content != written[0].content:
         return
     had = answer.metadata.get("facts")
     merged = {**facts, **had} if isinstance(had, dict) else facts
@@ -217,7 +220,7 @@ def _branch(
         (
             position
             for position, message in enumerate(call.messages)
-            if stored.get(position) != otlp.digest(message)
+            if stored.get(position) not in otlp.digests(message)
         ),
         len(call.messages),
     )
@@ -266,7 +269,7 @@ def _continues(conversation: Conversation, call: otlp.ModelCall) -> bool:
             "position", "digest"
         )
     )
-    return all(digests.get(p) == otlp.digest(call.messages[p]) for p in {0, last})
+    return all(digests.get(p) in otlp.digests(call.messages[p]) for p in {0, last})
 
 
 def _rows(

@@ -36,6 +36,7 @@ from .spans import (
     Refusal,
     claims_model_call,
     digest,
+    digests,
     model_call,
     rows,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "claims_model_call",
     "decode_traces",
     "digest",
+    "digests",
     "export_response",
     "media_type",
     "model_call",

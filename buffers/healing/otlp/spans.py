@@ -276,9 +276,25 @@ def digest(message: Mapping[str, Any]) -> str:
     JSON they hold; parts' keys holding null are left out; so are reasoning parts, which
     most models are not sent back, and empty text parts, which many agents drop). Raises
     TypeError for a value JSON cannot write (never for the messages of a ``ModelCall``)."""
-    role, parts = message.get("role"), message.get("parts")
+    parts = message.get("parts")
     if isinstance(parts, list):
         parts = [part for part in parts if not _not_sent_back(part)]
+    return _digest_of(message.get("role"), parts)
+
+
+def legacy_digest(message: Mapping[str, Any]) -> str:
+    """``digest`` as it was before reasoning and empty text parts were left out of it: what
+    the messages traced before then were stored under (``digests``)."""
+    return _digest_of(message.get("role"), message.get("parts"))
+
+
+def digests(message: Mapping[str, Any]) -> set[str]:
+    """What a stored message's digest may be if it is ``message``: ``digest``, or
+    ``legacy_digest`` for one stored before the two differed."""
+    return {digest(message), legacy_digest(message)}
+
+
+def _digest_of(role: object, parts: object) -> str:
     canonical = [_canonical_part(part) for part in parts] if isinstance(parts, list) else parts
     try:
         text = orjson.dumps({"role": role, "parts": canonical}, option=orjson.OPT_SORT_KEYS)
@@ -626,17 +642,32 @@ def _semconv(values: dict[str, Any], where: str, attributes: dict[str, Any]) -> 
 
 
 def _json(value: str, where: str) -> object:
-    """The value of JSON text, as ``jsontext`` reads a file's: an integer of any length
-    exact, and a lone surrogate escaped in a string read (``_storable`` replaces it)."""
+    """The value of JSON text, as ``jsontext`` reads a file's (a lone surrogate escaped in a
+    string is read, for ``_storable`` to replace), but an integer beyond 64 bits as a float,
+    as orjson reads one: orjson writes the messages' digests, and refuses such an integer."""
     try:
         held, _ = jsontext.loads(value)
+        if jsontext.has_long_number(value):
+            held = _long_integers_as_floats(held)
     except jsontext.DuplicateKey as error:
         raise _Refused(f"{error.under(where)}: {error.why}") from None
     except json.JSONDecodeError as error:
         raise _Refused(f"{where} is not JSON text ({error})") from None
-    except (RecursionError, ValueError):  # nested too deeply, or too long a number
+    except (RecursionError, ValueError, OverflowError):  # too deep, or too long a number
         raise _Refused(f"{where} cannot be read as JSON") from None
     return held
+
+
+def _long_integers_as_floats(value: object) -> object:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else float(value)
+    if isinstance(value, list):
+        return [_long_integers_as_floats(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _long_integers_as_floats(item) for key, item in value.items()}
+    return value
 
 
 def _semconv_messages(value: object, where: str, role: str) -> list[RawMessage]:
