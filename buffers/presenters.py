@@ -22,10 +22,10 @@ CONTEXT = 5
 OPEN_CALLS_LISTED = 200
 """The most unanswered calls the summary links to, in buffer order."""
 FOLD_LINES = 30
-RAW_IN_PAGE = 10_000
-"""The longest raw JSON (characters) a page holds; a longer one is loaded on demand."""
 """A message whose text would take more lines than this (about a screen) shows its head
 and a "Show all" button; the rest is in the page, folded by a CSS class."""
+RAW_IN_PAGE = 10_000
+"""The longest raw JSON (characters) a page holds; a longer one is loaded on demand."""
 FOLD_WIDTH = 100
 """The characters a line of message text holds, for counting the lines it takes."""
 JSON_LINES = 24
@@ -93,6 +93,8 @@ class MessageView:
     refused: list[Refused] = field(default_factory=list)
     """What some provider refuses in the message itself (an empty turn, a part it does not
     take), as the summary counts it."""
+    row_id: int | None = None
+    """Its stored row, so that what the page asks of it later is asked of this message."""
 
     @property
     def raw_in_page(self) -> bool:
@@ -285,7 +287,7 @@ def _views(
 ) -> list[MessageView]:
     if end <= start:
         return []
-    rows = selectors.messages_page(conversation, offset=start, limit=end - start)
+    rows = list(selectors.messages_page(conversation, offset=start, limit=end - start))
     messages = [row.as_core() for row in rows]
     facts = selectors.window_facts(conversation, messages)
     by_index: dict[int, list[healing.Finding]] = {}
@@ -305,8 +307,9 @@ def _views(
                 Refused(healing.verdicts.PROBLEM_LABELS[kind], sentence)
                 for kind, sentence in refused.get(index, {}).items()
             ],
+            row.pk,
         )
-        for index, message in enumerate(messages, start=start)
+        for (index, message), row in zip(enumerate(messages, start=start), rows, strict=True)
     ]
 
 
@@ -360,6 +363,7 @@ def _view(
     just: str | None,
     next_problem: int | None,
     refused: list[Refused],
+    row_id: int | None = None,
 ) -> MessageView:
     answers = healing.result_call_id(message)
     parts = list(_parts(message.content, message.role))
@@ -384,6 +388,7 @@ def _view(
         size=sum(len(part.text.encode()) for part in parts),
         folded=sum(_lines(part) for part in parts) > FOLD_LINES,
         refused=refused,
+        row_id=row_id,
     )
 
 

@@ -112,12 +112,12 @@ def messages_page(conversation: Conversation, *, offset: int, limit: int) -> Que
     return page
 
 
-def message_at(conversation: Conversation, index: int) -> healing.Message | None:
-    """Message ``index`` of the buffer, as the pure core's message; None past its end."""
+def message_at(conversation: Conversation, index: int) -> Message | None:
+    """The row of message ``index`` of the buffer; None past its end."""
     if not 0 <= index < conversation.message_count:
         return None
     rows = list(messages_page(conversation, offset=index, limit=1))
-    return rows[0].as_core() if rows else None
+    return rows[0] if rows else None
 
 
 # ``messages_page``'s rows as the pure core's messages, in plain SQL: the stored verdicts

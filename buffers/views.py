@@ -290,11 +290,21 @@ def conversation_sendability(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 @require_safe
 def message_json(request: HttpRequest, pk: int, index: int) -> HttpResponse:
-    """One message as stored, as JSON: the page holds a long message's only on demand."""
-    message = selectors.message_at(_visible(request, pk), index)
-    if message is None:
+    """One message as stored, as JSON: the page holds a long message's only on demand, and
+    names the row it showed (``id``), so that a write that moved it is not answered with
+    the message now at its index."""
+    row = selectors.message_at(_visible(request, pk), index)
+    if row is None:
         raise Http404("No such message.")
-    return HttpResponse(presenters.raw_json(message), content_type="application/json")
+    shown = _int(request.GET.get("id"))
+    if shown is not None and row.pk != shown:  # a write moved another message to the index
+        return HttpResponse(
+            f"Message {index} is no longer the one this page showed (a write since has moved "
+            "it): reload the page.",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
+    return HttpResponse(presenters.raw_json(row.as_core()), content_type="application/json")
 
 
 @require_safe

@@ -15,7 +15,7 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from buffers import presenters, rendering
+from buffers import presenters, rendering, services
 from buffers.templatetags.reading import kb
 from tests.buffers import assistant, result, store, user
 
@@ -397,7 +397,7 @@ def test_a_long_message_is_sent_once_and_its_raw_json_when_asked(client: Client)
 
     assert html.count("A line of a long tool result.") == 2000, "its text, not its JSON too"
     raw = article(html, 1).split('<details class="raw"')[1]
-    assert raw.startswith(f' data-src="/c/{conversation.pk}/m/1/json">')
+    assert raw.startswith(f' data-src="/c/{conversation.pk}/m/1/json?id=')
     assert f"<summary>Raw JSON ({kb(len(stored))}, loaded when opened)</summary>" in raw
     assert kb(len(stored)) == "61 KB"
     assert '<summary>Raw JSON</summary><pre class="json bounded" tabindex="0">{' in article(
@@ -409,6 +409,22 @@ def test_a_long_message_is_sent_once_and_its_raw_json_when_asked(client: Client)
     assert answer.status_code == 200
     assert answer["Content-Type"] == "application/json"
     assert answer.text == stored
+
+
+def test_a_long_messages_json_asked_after_a_write_moved_it_says_so_not_anothers(
+    client: Client,
+) -> None:
+    long = "A line of a long tool result.\n" * 2000
+    conversation = store([user("first"), result("c1", long), result("c2", "B" * 20_000)])
+    html = client.get(f"/c/{conversation.pk}/").text
+    source = article(html, 1).split('data-src="')[1].split('"')[0].replace("&amp;", "&")
+
+    services.delete_message(conversation_id=conversation.pk, index=0, via="admin", by="staff")
+    answer = client.get(source)
+
+    assert answer.status_code == 409
+    assert "no longer the one this page showed" in answer.text
+    assert '"c2"' not in answer.text
 
 
 def test_a_message_json_past_the_end_or_of_a_conversation_hidden_from_you_is_404(

@@ -27,7 +27,8 @@
     var box = details.querySelector("pre");
     if (!details.dataset.src || details.dataset.loaded) return Promise.resolve(box.textContent);
     return fetch(details.dataset.src, {headers: {Accept: "application/json"}}).then(function (answer) {
-      if (!answer.ok) throw new Error("HTTP " + answer.status);
+      // A refusal says why in words (409: a write moved the message since the page loaded).
+      if (!answer.ok) return answer.text().then(function (why) { throw new Error(why); });
       return answer.text();
     }).then(function (text) {
       box.textContent = text;
@@ -40,8 +41,9 @@
   document.addEventListener("toggle", function (event) {
     var details = event.target;
     if (!details.matches || !details.matches("details.raw[data-src]") || !details.open) return;
-    loadRaw(details).catch(function () {
-      details.querySelector("pre").textContent = "The raw JSON could not be loaded; open it again to retry.";
+    loadRaw(details).catch(function (error) {
+      details.querySelector("pre").textContent = error.message.length < 300 ? error.message :
+        "The raw JSON could not be loaded; open it again to retry.";
     });
   }, true);
 
