@@ -53,7 +53,7 @@ serve: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) -m gunicorn flowdrop_web.wsgi --workers $(WORKERS) --bind $(HOST):$(PORT) --preload \
 		--no-control-socket --access-logfile - --error-logfile - \
-		--forwarded-allow-ips "$${FLOWDROP_PROXY_IPS:-127.0.0.1}"
+		--forwarded-allow-ips "$${FLOWDROP_PROXY_IPS:-127.0.0.1,::1}"
 
 superuser: setup
 	$(PY) manage.py migrate --noinput

@@ -135,7 +135,7 @@ else:
     # append in benchmarks/load.py. Checked before reuse, so a restarted server is no error.
     # Not by the development server (make run): each of its requests has a thread of its
     # own, which would leave its connection open when it ends, until PostgreSQL refused more.
-    kept = "0" if sys.argv[1:2] == ["runserver"] else "60"
+    kept = "0" if sys.argv[1:2] in (["runserver"], ["testserver"]) else "60"
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", kept))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     # No JIT: it compiles any query the planner costs above a threshold (~30 ms for a

@@ -118,7 +118,7 @@ def serving(tmp_path: Path, *options: str) -> Iterator[str]:
 
 @pytest.fixture
 def gunicorn(tmp_path: Path) -> Iterator[str]:
-    with serving(tmp_path) as url:
+    with serving(tmp_path, "--forwarded-allow-ips", "127.0.0.1,::1") as url:  # make serve's
         yield url
 
 

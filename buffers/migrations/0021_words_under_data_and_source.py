@@ -17,7 +17,10 @@ def _messages_again(apps, schema_editor) -> None:
 
     connection = schema_editor.connection
     postgresql = connection.vendor == "postgresql"
-    position, content = ("strpos", "content::text") if postgresql else ("instr", "content")
+    # Lowercased: a data: URI is told in any case (words._DATA_URI).
+    position, content = (
+        ("strpos", "lower(content::text)") if postgresql else ("instr", "lower(content)")
+    )
     holds = " OR ".join([f"{position}({content}, %s) > 0"] * len(_NAMED))
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT id FROM buffers_message WHERE {holds}", list(_NAMED))
