@@ -293,8 +293,9 @@ def test_the_sendability_section_shows_the_stored_verdicts_explains_on_demand_an
 def test_a_runtime_file_that_cannot_be_written_back_opens_a_page_saying_why(
     page: Page, live_server: LiveServer, console_errors: list[str]
 ) -> None:
-    """The link downloads when the file can be written; when the writer refuses (a 2025
-    Codex rollout), the answer is a page with the reason, not a failed download."""
+    """When the writer refuses (a 2025 Codex rollout), the conversation's page says why and
+    offers no download; the download's address, kept from before, answers with a page
+    with the reason, not a failed download."""
     legacy = Path(__file__).resolve().parent.parent / "fixtures" / "codex" / "legacy.jsonl"
     [conversation] = services.import_conversations(
         read_transcript(legacy.read_bytes(), name="legacy.jsonl").conversations,
@@ -303,7 +304,14 @@ def test_a_runtime_file_that_cannot_be_written_back_opens_a_page_saying_why(
     )
     page.goto(f"{live_server.url}/c/{conversation.pk}/")
 
-    page.get_by_role("link", name=re.compile(r"Download as .*Codex.*healed")).click()
+    expect(page.locator(".native-export")).to_contain_text(
+        "Not written back as a Codex CLI rollout: was read from a 2025 Codex rollout"
+    )
+    expect(page.get_by_role("link", name=re.compile(r"Download as .*Codex.*healed"))).to_have_count(
+        0
+    )
+
+    page.goto(f"{live_server.url}/c/{conversation.pk}/export/codex")
 
     expect(page.get_by_role("heading", level=1)).to_contain_text("cannot be written as")
     expect(page.locator("main")).to_contain_text("not written back in that layout")
