@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -230,13 +231,26 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_
 # until PostgreSQL refused more ("too many clients already", a 500 for each request).
 
 
-def _server_connections() -> int:
+def _now() -> datetime:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        now: datetime = cursor.fetchone()[0]
+        return now
+
+
+def _server_connections(since: datetime) -> int:
+    """Connections to the test database opened since ``since`` by anyone else: the server's
+    (another test's left behind are older)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+            "AND backend_start >= %s",
+            [since],
         )
         return int(cursor.fetchone()[0])
 
@@ -261,6 +275,7 @@ def test_the_development_server_leaves_no_connection_open_after_its_requests(
         port = probe.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWDROP_")}
     env |= {"DATABASE_URL": database_url(), "FLOWDROP_DEBUG": "1"}
+    started = _now()
     with (tmp_path / "runserver.log").open("w") as log:
         server = subprocess.Popen(
             [*MANAGE, "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
@@ -284,12 +299,12 @@ def test_the_development_server_leaves_no_connection_open_after_its_requests(
                 time.sleep(0.05)
         with ThreadPoolExecutor(8) as clients:
             statuses = list(clients.map(listed, range(40)))
-        open_after = _server_connections()
-        for _ in range(60):  # each closes as its request ends, a moment after the answer
+        open_after = _server_connections(started)
+        for _ in range(100):  # each closes as its request ends, a moment after the answer
             if not open_after:
                 break
             time.sleep(0.05)
-            open_after = _server_connections()
+            open_after = _server_connections(started)
     finally:
         server.terminate()
         server.wait(timeout=15)

@@ -1582,7 +1582,10 @@ def responses_documents(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def anthropic_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """A Messages body Anthropic takes: among them, each tool_use's id its own (it refuses a
+    body that repeats one, and the export numbers a repeat apart)."""
     messages: list[dict[str, Any]] = []
+    declared: set[str] = set()
     for role in draw(st.lists(st.sampled_from(["user", "assistant"]), max_size=6)):
         if draw(st.booleans()):
             messages.append({"role": role, "content": draw(texts)})
@@ -1599,13 +1602,10 @@ def anthropic_documents(draw: st.DrawFn) -> dict[str, Any]:
                 blocks.append(result)
         for kind in draw(st.lists(st.sampled_from(kinds), max_size=3)):
             if kind == "tool_use":
+                cid = draw(call_ids.filter(lambda drawn: drawn not in declared))
+                declared.add(cid)
                 blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": draw(call_ids),
-                        "name": "f",
-                        "input": draw(arguments),
-                    }
+                    {"type": "tool_use", "id": cid, "name": "f", "input": draw(arguments)}
                 )
             elif kind == "thinking":
                 blocks.append({"type": "thinking", "thinking": draw(texts), "signature": "s"})
