@@ -242,16 +242,13 @@ def conversation_history(request: HttpRequest, pk: int) -> HttpResponse:
     changes = conversation.changes.all()
     if not (access.owns(request.user, conversation) or access.is_administrative(request.user)):
         # Who else may view it is the owner's and staff's to know, as the page's panel is.
-        changes = changes.exclude(action=Action.OWNER, rows__0__change__in=SHARING_ROWS)
+        changes = changes.exclude(action=Action.OWNER, rows__0__change__in=services.SHARING_ROWS)
     page = Paginator(changes, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "buffers/conversation_history.html",
         {"conversation": conversation, "changes": page},
     )
-
-
-SHARING_ROWS = ("viewer added", "viewer removed", "group added", "group removed")
 
 
 @require_safe

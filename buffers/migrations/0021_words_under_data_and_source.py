@@ -6,14 +6,11 @@
 
 from django.db import migrations
 
-_BATCH = 2_000
 _NAMED = ('"data"', '"source"', "data:")
 
 
 def _messages_again(apps, schema_editor) -> None:
     from buffers.search import index
-    from buffers.search.words import text_of, words_of
-    from buffers.selectors import json_column
 
     connection = schema_editor.connection
     postgresql = connection.vendor == "postgresql"
@@ -24,21 +21,8 @@ def _messages_again(apps, schema_editor) -> None:
     holds = " OR ".join([f"{position}({content}, %s) > 0"] * len(_NAMED))
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT id FROM buffers_message WHERE {holds}", list(_NAMED))
-        ids = sorted(pk for (pk,) in cursor.fetchall())
-        for first in range(0, len(ids), _BATCH):
-            batch = ids[first : first + _BATCH]
-            marks = ", ".join(["%s"] * len(batch))
-            cursor.execute(
-                "SELECT id, conversation_id, role, content, metadata FROM buffers_message "
-                f"WHERE id IN ({marks})",
-                batch,
-            )
-            rows = [
-                (pk, conversation, text_of(role, json_column(content), json_column(metadata) or {}))
-                for pk, conversation, role, content, metadata in cursor.fetchall()
-            ]
-            index.forget_messages(batch)
-            index.index_words((pk, c, words_of(text) if text else "") for pk, c, text in rows)
+        ids = [pk for (pk,) in cursor.fetchall()]
+    index.index_stored(ids)
 
 
 class Migration(migrations.Migration):

@@ -45,6 +45,7 @@ from .ownership import (
 from .repair import delete_message, edit_message, heal_conversation, preview_append, preview_heal
 from .scopes import resolve_scope
 from .sharing import (
+    SHARING_ROWS,
     SharingRefused,
     share_conversation,
     share_with_group,
@@ -55,6 +56,7 @@ from .sharing import (
 
 __all__ = [
     "MAX_BATCH",
+    "SHARING_ROWS",
     "Actor",
     "BufferBusy",
     "ConversationIn",

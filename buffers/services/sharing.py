@@ -15,6 +15,10 @@ from .journal import Actor, Writer
 USERNAME_MAX = User._meta.get_field("username").max_length or 150
 
 
+SHARING_ROWS = ("viewer added", "viewer removed", "group added", "group removed")
+"""The ``change`` of each journal row a sharing write records (the ``owner`` action)."""
+
+
 class SharingRefused(ValueError):
     """A share that cannot be made; its message says why, in words for the person asking."""
 
