@@ -550,3 +550,24 @@ def test_a_wrong_format_is_told_the_formats_there_are(
     assert "openai-chat" in problem["message"]
     assert "user, assistant" not in problem["message"]
     assert "'cohere'" in problem["message"]
+
+
+def test_the_document_declares_replayed_answers_the_challenge_and_the_export_types(
+    client: Client,
+) -> None:
+    document = client.get("/api/openapi.json").json()
+    operations = [operation for path in document["paths"].values() for operation in path.values()]
+    writes = [
+        o
+        for o in operations
+        if any(p["name"] == "Idempotency-Key" for p in o.get("parameters", []))
+    ]
+    export = document["paths"]["/api/conversations/{conversation_id}/export"]["get"]
+
+    assert len(writes) == 3
+    for write in writes:
+        [success] = [s for s in write["responses"] if s.startswith("2")]
+        assert "Idempotent-Replayed" in write["responses"][success]["headers"]
+    for operation in operations:
+        assert "WWW-Authenticate" in operation["responses"]["401"]["headers"]
+    assert set(export["responses"]["200"]["content"]) == {"application/json", "application/jsonl"}

@@ -85,6 +85,8 @@ def _conversation_out(conversation: Conversation) -> dict[str, Any]:
 
 def _get_and_head(path: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A GET endpoint that answers HEAD too (as HTTP asks), documented once."""
+    extra = options.setdefault("openapi_extra", {})
+    extra.setdefault("responses", {})[401] = _CHALLENGE
 
     def register(view: Callable[..., Any]) -> Callable[..., Any]:
         api.get(path, **options)(view)
@@ -109,12 +111,29 @@ _CREATE_ERRORS = {
 }  # fmt: skip
 _RETRY_AFTER = {"headers": {"Retry-After": {"description": "Seconds to wait before trying again.",
                                             "schema": {"type": "integer"}}}}  # fmt: skip
-_HEADERS: dict[int, Any] = {  # ninja keys responses by int: so must we, or they double
-    201: {"headers": {"Location": {"description": "The new conversation's URL.",
-                                     "schema": {"type": "string"}}}},
-    409: _RETRY_AFTER,
-    503: _RETRY_AFTER,
-}  # fmt: skip
+_LOCATION = {
+    "Location": {"description": "The new conversation's URL.", "schema": {"type": "string"}}
+}
+_CHALLENGE = {
+    "headers": {
+        "WWW-Authenticate": {
+            "description": "How to authenticate: a Bearer token.",
+            "schema": {"type": "string"},
+        }
+    }
+}
+_REPLAYED = {"Idempotent-Replayed": {"description": "`true` when this is the first answer, "
+                                     "sent again for a retry with the same Idempotency-Key.",
+                                     "schema": {"type": "string", "enum": ["true"]}}}  # fmt: skip
+_EXPORT_TYPES = {
+    "application/json": {"schema": {"description": "Every format but the JSONL ones."}},
+    "application/jsonl": {
+        "schema": {
+            "type": "string",
+            "description": "stored-jsonl, and the runtime files claude-code and codex.",
+        }
+    },
+}
 _IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
     "in": "header",
@@ -127,12 +146,20 @@ _IDEMPOTENCY_KEY = {
 }
 
 
-def _write_extra(*statuses: int) -> dict[str, Any]:
-    """What a write's OpenAPI operation says beyond ninja: the Idempotency-Key header, and
-    the response headers of these statuses."""
+def _write_extra(success: int, *, location: bool = False) -> dict[str, Any]:
+    """What a write's OpenAPI operation says beyond ninja: the Idempotency-Key header, the
+    headers of its success (a replayed one says so, and a new conversation's ``Location``
+    where it has one), the 401's challenge, and when to try a 409 or 503 again. Ninja keys
+    responses by int: so must we, or they double."""
+    headers = {**(_LOCATION if location else {}), **_REPLAYED}
     return {
         "parameters": [_IDEMPOTENCY_KEY],
-        "responses": {status: _HEADERS[status] for status in statuses},
+        "responses": {
+            success: {"headers": headers},
+            401: _CHALLENGE,
+            409: _RETRY_AFTER,
+            503: _RETRY_AFTER,
+        },
     }
 
 
@@ -140,7 +167,7 @@ def _write_extra(*statuses: int) -> dict[str, Any]:
     "/conversations",
     response={201: Created, **_CREATE_ERRORS},
     tags=["conversations"],
-    openapi_extra=_write_extra(201, 409, 503),
+    openapi_extra=_write_extra(201, location=True),
 )
 def create_conversation(
     request: HttpRequest, response: HttpResponse, payload: NewConversation
@@ -168,7 +195,7 @@ def create_conversation(
     "/imports",
     response={201: Imported, **_CREATE_ERRORS},
     tags=["conversations"],
-    openapi_extra=_write_extra(409, 503),
+    openapi_extra=_write_extra(201),
 )
 def import_transcript(request: HttpRequest, payload: ImportIn) -> Status[dict[str, Any]]:
     """Store a transcript in the stored shape or a provider's, verbatim and in one transaction:
@@ -285,7 +312,7 @@ def get_conversation(request: HttpRequest, conversation_id: int) -> dict[str, An
     response={200: AppendOut, **_ERRORS},
     tags=["messages"],
     url_name="append",
-    openapi_extra=_write_extra(409, 503),
+    openapi_extra=_write_extra(200),
 )
 def append_messages(
     request: HttpRequest, response: HttpResponse, conversation_id: int, batch: Batch
@@ -422,6 +449,7 @@ def analyze_conversation(request: HttpRequest, conversation_id: int) -> dict[str
     response={200: Any, **_READ_ERRORS},
     tags=["messages"],
     url_name="export",
+    openapi_extra={"responses": {200: {"content": _EXPORT_TYPES}}},
 )
 def export_conversation(
     request: HttpRequest, conversation_id: int, query: Query[ExportQuery]
