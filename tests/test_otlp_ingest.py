@@ -707,7 +707,7 @@ def test_a_message_stored_before_reasoning_was_left_out_of_digests_is_still_reco
     answered = {**LOOKUP, "parts": [thought, *LOOKUP["parts"]]}
     send(client, token, lambda t: chat(t, [USER], [answered]))
     conversation = Conversation.objects.get()
-    legacy = otlp.spans.legacy_digest(answered)
+    legacy = otlp.recognition.legacy_digest(answered)
     TracedMessage.objects.filter(conversation=conversation, position=1).update(digest=legacy)
 
     send(client, token, lambda t: chat(t, [USER, answered, FOUND], [REFUND]))

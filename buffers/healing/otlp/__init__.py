@@ -1,6 +1,8 @@
 """Live OTLP ingest, the pure part: an OTLP/HTTP trace request decoded into spans
-(``decode``), a span read as a model call in any of the four conventions that put
-conversations on spans (``spans``), and the answers OTLP/HTTP gives (``answers``).
+(``decode``), a span read as a model call (``spans``) with its messages in any of the four
+conventions that put conversations on spans (``conventions``), the digests that recognize
+a message sent again as history (``recognition``), and the answers OTLP/HTTP gives
+(``answers``).
 
 The caller (the endpoint and the storage service) decodes a request, reads each span,
 groups the model calls by ``conversation_id`` (else trace id), recognizes the stored
@@ -17,6 +19,7 @@ from .answers import (
     export_response,
     rpc_status,
 )
+from .conventions import RawMessage
 from .decode import (
     JSON,
     PROTOBUF,
@@ -30,16 +33,8 @@ from .decode import (
     decode_traces,
     media_type,
 )
-from .spans import (
-    ModelCall,
-    RawMessage,
-    Refusal,
-    claims_model_call,
-    digest,
-    digests,
-    model_call,
-    rows,
-)
+from .recognition import digest, digests
+from .spans import ModelCall, Refusal, claims_model_call, model_call, rows
 
 __all__ = [
     "INVALID_ARGUMENT",
