@@ -16,7 +16,7 @@ from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter, ValidationError
 
 from buffers.healing import parse_messages
-from buffers.healing.formats import write
+from buffers.healing.formats import Source, otel_genai, write
 from buffers.healing.sendability import PROVIDERS, check, refused_part
 from tests.buffers import assistant, user
 
@@ -201,3 +201,21 @@ def test_gemini_takes_text_only_in_a_system_instruction(name: str) -> None:
     messages = parse_messages(holding(PARTS[name], "system"))
 
     assert not check(messages, "gemini").accepted
+
+
+@pytest.mark.parametrize("value", [["a.py", "b.py"], [{"path": "a.py", "size": 3}], [1, 2]])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_tools_list_data_read_from_opentelemetry_exports_as_its_verdict_says(
+    provider: str, value: list[Any]
+) -> None:
+    document = [
+        {"role": "user", "parts": [{"type": "text", "content": "list files"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "ls"}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": value}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "two files"}]},
+    ]
+    [conversation] = otel_genai.read(Source(document=document)).conversations
+    messages = parse_messages(conversation.messages)
+
+    assert check(messages, provider).accepted
+    assert sdk_accepts(write(messages, provider), provider)

@@ -1533,3 +1533,85 @@ def test_the_same_message_twice_in_one_list_is_what_was_sent_not_a_repeat() -> N
         "bye",
     ]
     assert found.skipped == []
+
+
+# From the bug hunt: a tool's data that is a list, and a history sent back spelled otherwise.
+
+
+@pytest.mark.parametrize(
+    "value", [["a.py", "b.py"], [{"path": "a.py", "size": 3}], [1, 2], [[1], [2]]]
+)
+def test_a_response_that_is_a_list_of_values_is_its_json_text_not_content_parts(
+    value: list[Any],
+) -> None:
+    document = [message("assistant", call("a")), message("tool", response("a", value))]
+
+    [_, result] = read(Source(document=document)).conversations[0].messages
+
+    assert result["content"] == json.dumps(value, separators=(",", ":"))
+
+
+def test_a_response_that_is_a_list_of_parts_stays_parts() -> None:
+    parts = [{"type": "text", "text": "two files"}, {"text": "block"}]
+    document = [message("assistant", call("a")), message("tool", response("a", parts))]
+
+    [_, result] = read(Source(document=document)).conversations[0].messages
+
+    assert result["content"] == parts
+
+
+@pytest.mark.parametrize(
+    "sent_back",
+    [
+        {"arguments": '{"city": "Paris"}'},
+        {"arguments": '{"city":"Paris"}', "extra": None},
+    ],
+    ids=["arguments-as-json-text", "a-key-holding-null"],
+)
+def test_a_history_sent_back_with_its_call_spelled_otherwise_is_read_once(
+    sent_back: dict[str, Any],
+) -> None:
+    asked = [message("user", text("Weather in Paris?"))]
+    answer = message("assistant", call("c1", city="Paris"), finish_reason="tool_call")
+    spelled = message("assistant", {**call("c1"), **sent_back})
+    lines = "\n".join(
+        json.dumps(v)
+        for v in (
+            asked,
+            [answer],
+            [*asked, spelled, message("tool", response("c1", "14C"))],
+            [message("assistant", text("14C."))],
+        )
+    )
+
+    messages = messages_of(read(parse_lines(lines)))
+
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert unanswered(messages) == []
+
+
+def test_a_history_sent_back_without_its_reasoning_or_empty_text_is_read_once() -> None:
+    asked = [message("user", text("Weather in Paris?"))]
+    answer = message(
+        "assistant",
+        {"type": "reasoning", "content": "I should look it up."},
+        text(""),
+        call("c1", city="Paris"),
+    )
+    lines = "\n".join(
+        json.dumps(v)
+        for v in (
+            asked,
+            [answer],
+            [
+                *asked,
+                message("assistant", call("c1", city="Paris")),
+                message("tool", response("c1", "14C")),
+            ],
+            [message("assistant", text("14C."))],
+        )
+    )
+
+    messages = messages_of(read(parse_lines(lines)))
+
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]

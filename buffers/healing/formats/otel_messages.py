@@ -75,11 +75,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from buffers.healing import jsontext
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.ids import usable_id
 from buffers.healing.messages import MAX_ID_LENGTH, describe, json_problem
 
+from . import media
 from .common import (
     Converted,
     Problems,
@@ -91,6 +94,7 @@ from .common import (
     layout,
     row,
     storable,
+    text_of,
     without,
 )
 from .source import Entry, Reading, Skipped, Source
@@ -363,13 +367,51 @@ def decoded(value: object, path: str, problems: Problems) -> object:
 
 
 def same_message(sent: object, read: dict[str, Any]) -> bool:
-    """Whether ``sent`` is the message ``read`` sent again: the same role and parts (an
-    output's ``finish_reason``, an upload line's ``index`` are not sent again)."""
-    return (
-        isinstance(sent, dict)
-        and sent.get("role") == read["role"]
-        and sent.get("parts") == read["parts"]
+    """Whether ``sent`` is the message ``read`` sent again: the same role and the same
+    parts as sent back (``sent_back``); an output's ``finish_reason``, an upload line's
+    ``index`` are not sent again."""
+    if not isinstance(sent, dict) or sent.get("role") != read["role"]:
+        return False
+    parts = sent.get("parts")
+    return parts == read["parts"] or sent_back(parts) == sent_back(read["parts"])
+
+
+def sent_back(parts: object) -> object:
+    """Parts as an agent sends them back in the next call's history: without reasoning
+    (most models are not sent it back) or empty text (many agents drop it), each
+    ``canonical_part``."""
+    if not isinstance(parts, list):
+        return parts
+    return [canonical_part(part) for part in parts if not not_sent_back(part)]
+
+
+def not_sent_back(part: object) -> bool:
+    return isinstance(part, dict) and (
+        part.get("type") == "reasoning"
+        or (part.get("type") == "text" and part.get("content") == "")
     )
+
+
+def canonical_part(part: object) -> object:
+    """A part as it compares with the same part spelled otherwise: a call's arguments
+    written as JSON text read as the JSON they hold (blank text as none), and keys
+    holding null left out."""
+    if not isinstance(part, dict):
+        return part
+    arguments = part.get("arguments") if part.get("type") == "tool_call" else None
+    if arguments is None and None not in part.values():
+        return part
+    canonical = {key: value for key, value in part.items() if value is not None}
+    if isinstance(arguments, str):
+        try:
+            held = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            held = arguments
+        if isinstance(held, dict | list):
+            canonical["arguments"] = held
+        elif arguments.strip() == "":
+            del canonical["arguments"]
+    return canonical
 
 
 @dataclass
@@ -731,8 +773,22 @@ def canonical_call(call_id: str, name: str, arguments: str, kept: dict[str, Any]
 
 
 def result_content(value: object) -> object:
-    """A response as content: strings, lists and objects as they are, other values as JSON."""
-    return value if value is None or isinstance(value, str | list | dict) else json_text(value)
+    """A response as content: strings, objects and lists of content parts as they are, other
+    values as JSON text. A list of anything else (file names, records, numbers) is the
+    tool's data, which no provider takes as content parts."""
+    if value is None or isinstance(value, str | dict):
+        return value
+    if isinstance(value, list) and all(_is_part(item) for item in value):
+        return value
+    return json_text(value)
+
+
+def _is_part(item: object) -> bool:
+    return isinstance(item, dict) and (
+        isinstance(item.get("type"), str)
+        or text_of(item) is not None
+        or media.part_family(item) is not None
+    )
 
 
 def _in_layout(part: object) -> bool:

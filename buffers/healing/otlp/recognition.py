@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from buffers.healing.formats.otel_messages import canonical_part, not_sent_back
+
 
 def digest(message: Mapping[str, Any]) -> str:
     """A short stable digest of a message's role and parts: what an answer and the same
@@ -19,7 +21,7 @@ def digest(message: Mapping[str, Any]) -> str:
     TypeError for a value JSON cannot write (never for the messages of a ``ModelCall``)."""
     parts = message.get("parts")
     if isinstance(parts, list):
-        parts = [part for part in parts if not _not_sent_back(part)]
+        parts = [part for part in parts if not not_sent_back(part)]
     return _digest_of(message.get("role"), parts)
 
 
@@ -36,35 +38,9 @@ def digests(message: Mapping[str, Any]) -> set[str]:
 
 
 def _digest_of(role: object, parts: object) -> str:
-    canonical = [_canonical_part(part) for part in parts] if isinstance(parts, list) else parts
+    canonical = [canonical_part(part) for part in parts] if isinstance(parts, list) else parts
     try:
         text = orjson.dumps({"role": role, "parts": canonical}, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # arguments whose JSON nests too deeply to write: digest them as text
         text = orjson.dumps({"role": role, "parts": parts}, option=orjson.OPT_SORT_KEYS)
     return hashlib.blake2b(text, digest_size=16).hexdigest()
-
-
-def _not_sent_back(part: object) -> bool:
-    return isinstance(part, dict) and (
-        part.get("type") == "reasoning"
-        or (part.get("type") == "text" and part.get("content") == "")
-    )
-
-
-def _canonical_part(part: object) -> object:
-    if not isinstance(part, dict):
-        return part
-    arguments = part.get("arguments") if part.get("type") == "tool_call" else None
-    if arguments is None and None not in part.values():
-        return part
-    canonical = {key: value for key, value in part.items() if value is not None}
-    if isinstance(arguments, str):
-        try:
-            held = orjson.loads(arguments)
-        except orjson.JSONDecodeError:
-            held = arguments
-        if isinstance(held, dict | list):
-            canonical["arguments"] = held
-        elif arguments.strip() == "":
-            del canonical["arguments"]
-    return canonical
