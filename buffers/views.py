@@ -103,6 +103,11 @@ def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:
     return value if value in choices else default
 
 
+def _bad_request(sentence: str) -> HttpResponse:
+    """A 400 whose sentence may quote the request: plain text, never read as markup."""
+    return HttpResponseBadRequest(sentence, content_type="text/plain; charset=utf-8")
+
+
 def _int(value: str | None) -> int | None:
     try:
         number = int(value or "")
@@ -314,7 +319,7 @@ def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse
     conversation = _visible(request, pk)
     kind = request.GET.get("kind", "")
     if kind not in healing.verdicts.PROBLEM_LABELS:
-        return HttpResponseBadRequest(f"Unknown kind of problem {kind!r}.")
+        return _bad_request(f"Unknown kind of problem {kind!r}.")
     after = _int(request.GET.get("from"))
     index = selectors.next_problem(
         conversation,
@@ -477,7 +482,7 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("Only the conversation's owner can send it a turn.")
     kind = request.POST.get("kind", "")
     if kind not in FORMS:
-        return HttpResponseBadRequest(f"Unknown kind of message {kind!r}.")
+        return _bad_request(f"Unknown kind of message {kind!r}.")
     form = FORMS[kind](request.POST, prefix=kind)
     batch: list[healing.Message] = []
     if form.is_valid():

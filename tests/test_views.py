@@ -392,3 +392,23 @@ def test_an_unknown_url_is_a_404_not_a_500(client: Client) -> None:
 
     assert response.status_code == 404
     assert "Content-Security-Policy" in response.headers
+
+
+# From the security hunt: a 400 that quoted the request's text was served as HTML.
+
+HOSTILE = '<meta http-equiv="refresh" content="0;url=https://evil.example/">'
+
+
+@pytest.mark.parametrize("method", ["next", "append"])
+def test_an_unknown_kind_is_answered_as_plain_text_not_markup(client: Client, method: str) -> None:
+    conversation = store([user("hi")])
+
+    if method == "next":
+        answer = client.get(f"/c/{conversation.pk}/next", {"kind": HOSTILE})
+    else:
+        answer = client.post(f"/c/{conversation.pk}/append", {"kind": HOSTILE})
+
+    assert answer.status_code == 400
+    assert answer["Content-Type"] == "text/plain; charset=utf-8"
+    assert answer["X-Content-Type-Options"] == "nosniff"
+    assert HOSTILE in answer.content.decode()
