@@ -236,6 +236,17 @@ def test_too_long_or_too_bracketed_text_is_shown_as_text() -> None:
     assert not rendering.renders("[" * (rendering.MAX_BRACKETS + 1))
 
 
+def test_text_of_too_many_lines_or_table_cells_is_shown_as_text() -> None:
+    """From the security hunt: 20,000 characters of table rows or list items took markdown
+    seconds to read (a page of them tied a worker up for 90 s); their count bounds it."""
+    rows = "a|b\n-|-\n" + "|\n" * (rendering.MAX_CELLS - 2)
+
+    assert rendering.renders("x\n" * rendering.MAX_LINES)
+    assert not rendering.renders("x\n" * (rendering.MAX_LINES + 1))
+    assert rendering.renders(rows)
+    assert not rendering.renders(rows + "|")
+
+
 # What a message's view holds.
 
 
