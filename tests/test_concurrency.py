@@ -145,3 +145,45 @@ def test_an_unserialized_append_that_meets_another_plans_again(
     assert any("the buffer changed under this unserialized append; planning again" in w
                for w in warnings)  # fmt: skip
     assert_consistent(conversation)
+
+
+@pytest.mark.parametrize("change", ["edit", "delete"])
+def test_an_unserialized_admin_edit_or_delete_that_meets_an_append_plans_again(
+    postgresql: None, settings: Any, change: str
+) -> None:
+    """From the bug hunt: an admin edit or delete past the lock's bound wrote on a buffer it
+    read before another append's rows, recounting it without them (every later append then
+    failed on a slot taken) or colliding with them. It now claims the buffer's version
+    first, as an append does, and plans again when another write got in."""
+    settings.FLOWDROP_BUFFER_LOCK_WAIT = 0.2
+    settings.FLOWDROP_BUFFER_BLOCK_SIZE = 64
+    conversation = store([user("a"), assistant("c1"), user("b")])
+    holding = threading.Event()
+
+    def append_and_hold(_: Conversation) -> None:
+        append(conversation.pk, user("from the holder"))  # written, not yet committed
+        holding.set()
+        time.sleep(0.6)
+
+    holder = in_thread(
+        partial(services.with_buffer_lock, conversation.pk, "holder", append_and_hold)
+    )
+    holding.wait(5)
+    if change == "edit":
+        services.edit_message(
+            conversation_id=conversation.pk,
+            index=0,
+            message=healing.parse_message(user("edited"), "message"),
+            via="admin",
+            by=None,
+        )
+    else:
+        services.delete_message(conversation_id=conversation.pk, index=0, via="admin", by=None)
+    holder.join()
+
+    contents = [m.content for m in selectors.buffer_messages(conversation)]
+    assert "from the holder" in contents
+    assert ("edited" in contents) == (change == "edit")
+    assert_consistent(conversation)
+    append(conversation.pk, user("next"))
+    assert_consistent(conversation)

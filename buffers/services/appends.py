@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection
+from django.db.models import F
 from django.utils import timezone
 
 from buffers import healing, search, triggers
@@ -112,6 +113,16 @@ def _unchanged(conversation: Conversation) -> Any:
 
 def _check_unchanged(conversation: Conversation) -> None:
     if not _unchanged(conversation).exists():
+        raise _StaleBuffer
+
+
+def _claim_version(conversation: Conversation) -> None:
+    """A new version for the buffer, if it is still as ``conversation`` was read; else
+    ``_StaleBuffer``, and the write plans again on the buffer as it is then. The first
+    statement of a write that is not an append (the admin tier, the facts of a late span):
+    past the lock's bound a write proceeds unserialized (``with_buffer_lock``), and this
+    compare-and-set waits for a write in progress on the row, as an append's does."""
+    if not _unchanged(conversation).update(version=F("version") + 1, updated_at=timezone.now()):
         raise _StaleBuffer
 
 

@@ -24,14 +24,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import F
-from django.utils import timezone
 
 from buffers import healing, selectors
 from buffers.healing import otlp
 from buffers.models import Action, Conversation, Message, Scope, TracedMessage
 
-from .appends import _apply, _load_facts
+from .appends import _apply, _claim_version, _load_facts
 from .imports import ConversationIn, import_conversations
 from .journal import Writer
 from .locking import with_buffer_lock
@@ -193,10 +191,8 @@ def _add_facts(conversation: Conversation, call: otlp.ModelCall, owner: User) ->
         return
     old = answer.as_core()
     metadata = {**answer.metadata, "facts": merged}
+    _claim_version(conversation)
     Message.objects.filter(pk=answer.pk).update(metadata=metadata)
-    Conversation.objects.filter(pk=conversation.pk).update(
-        version=F("version") + 1, updated_at=timezone.now()
-    )
     new = old.model_copy(update={"metadata": metadata})
     Writer(VIA, owner, Action.EDIT, "the facts of its span, which came after the next").record(
         conversation,

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from typing import cast
 
 from django.db.models import F
-from django.utils import timezone
 
 from buffers import healing, search
 from buffers.models import BUFFER_INDEX, Action, Block, Conversation, DeclaredCall, Message
 
-from .appends import _apply, _conversation, _load_facts
+from .appends import _apply, _claim_version, _conversation, _load_facts
 from .imports import _index_calls
 from .journal import Actor, Writer
 from .locking import _get, with_buffer_lock
@@ -84,6 +83,7 @@ def edit_message(
     (see ``_message_at``)."""
 
     def edit(conversation: Conversation) -> healing.Message:
+        _claim_version(conversation)
         row = _message_at(conversation, index, message_id)
         old = row.as_core()
         Message.objects.filter(pk=row.pk).update(
@@ -127,6 +127,7 @@ def delete_message(
     ``index`` (see ``_message_at``)."""
 
     def delete(conversation: Conversation) -> healing.Message:
+        _claim_version(conversation)
         row = _message_at(conversation, index, message_id)
         old = row.as_core()
         block = row.block
@@ -194,9 +195,9 @@ def _message_at(conversation: Conversation, index: int, message_id: int | None =
 
 
 def _reindex(conversation: Conversation) -> None:
-    """After an admin edit or delete: the declared-call index and the counters from the
-    whole buffer, as an import computes them, and a new version. Linear in the buffer: the
-    admin tier is rare, and this keeps one way of deriving them."""
+    """After an admin edit or delete (which claimed a new version first): the declared-call
+    index and the counters from the whole buffer, as an import computes them. Linear in the
+    buffer: the admin tier is rare, and this keeps one way of deriving them."""
     rows = list(
         Message.objects.filter(conversation=conversation)
         .in_buffer_order()
@@ -212,6 +213,3 @@ def _reindex(conversation: Conversation) -> None:
     index = healing.index_buffer(messages)
     _index_calls(conversation, index, [pk for pk, *_ in rows], len(rows))
     store_tally(conversation, healing.verdicts.tally(messages, index))
-    Conversation.objects.filter(pk=conversation.pk).update(
-        version=F("version") + 1, updated_at=timezone.now()
-    )
