@@ -42,6 +42,9 @@ from tests.migrating import migrated_back_to
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
 refused_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_of_refused_parts")
+parts_judged_since = importlib.import_module(
+    "buffers.migrations.0022_verdicts_of_parts_judged_since"
+)
 
 
 @pytest.mark.django_db
@@ -112,6 +115,25 @@ def test_0015_tallies_again_the_conversations_whose_content_names_a_providers_pa
         assert_consistent(conversation)
     for conversation in (pictured, snake_cased, refused):
         assert Conversation.objects.get(pk=conversation.pk).problem_counts == {"refused_part": 1}
+    assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
+
+
+@pytest.mark.django_db
+def test_0022_tallies_again_the_conversations_holding_a_list_of_parts() -> None:
+    """A text part without its text, and an inline OpenAI file without its filename, were
+    judged accepted when 0015 ran; conversations of plain text are not read again (one
+    left stale here shows it)."""
+    textless = store([user("q"), {"role": "user", "content": [{"type": "text", "text": None}]}])
+    file = {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0="}}
+    unnamed = store([{"role": "user", "content": [{"type": "text", "text": "read"}, file]}])
+    plain = store([user("go"), assistant("c1")], title="plain")
+    Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
+
+    parts_judged_since.tally_again(apps, None)
+
+    for conversation in (textless, unnamed):
+        assert_consistent(conversation)
+        assert not Conversation.objects.get(pk=conversation.pk).sendable
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 

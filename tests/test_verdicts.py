@@ -477,3 +477,28 @@ def test_the_next_healed_placeholder_is_found_among_the_placeholders_alone() -> 
 
     assert "message_placeholder" in plan, plan
     assert selectors.next_problem(conversation, "healed_placeholder", 0) == 2
+
+
+def test_a_tally_stored_by_an_earlier_version_that_would_go_below_zero_is_counted_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """From the bug hunt: a database upgraded from before a verdict changed holds tallies
+    that never counted what the new verdict refuses (here a text part without its text);
+    a write that takes such a message away made the count negative, and the append was a
+    500 for ever. The tally is then counted again from the whole buffer, with a warning."""
+    textless = {"role": "tool", "content": [{"type": "text", "text": None}],
+                "metadata": {"tool_call_id": "c1", "healed": True}}  # fmt: skip
+    conversation = store([user("q"), assistant("c1"), textless])
+    Conversation.objects.filter(pk=conversation.pk).update(
+        rejections=dict.fromkeys(healing.sendability.PROVIDERS, 0),
+        problem_counts={"healed_placeholder": 1},
+        sendable=True,
+    )  # what the code before the verdict stored
+
+    services.append_messages(
+        conversation_id=conversation.pk, messages=parse([result("c1", "real")]), via="tests"
+    )
+
+    conversation.refresh_from_db()
+    assert stored(conversation) == fresh(conversation)
+    assert "counted again from the whole buffer" in caplog.text

@@ -5,6 +5,7 @@ turns around each change, and the ids it names (docs/decisions.md, "Stored verdi
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from django.db.models import BooleanField, F, Value
 from buffers import healing, selectors
 from buffers.healing.verdicts import Tally, is_head, region_counts
 from buffers.models import Conversation, DeclaredCall, Message
+
+log = logging.getLogger("buffers")
 
 _NEAR = 8
 """Rows read on each side of a change at first: the heads of the turns near it are most
@@ -133,7 +136,18 @@ def tally_after(
     replaced = [old[r.original_position] for r in plan.replacements]
     _responses(plan, owners, holders, replaced, rejections)
     _findings(plan, owners, holders, tail, problems)
-    return stored_tally(conversation).plus(rejections, problems)
+    try:
+        return stored_tally(conversation).plus(rejections, problems)
+    except ValueError as below_zero:
+        # Stored by an earlier version that judged some message otherwise (a migration
+        # counts most such conversations again): counted whole, once, not a failed write.
+        log.warning(
+            "conversation %s: %s; its tally is counted again from the whole buffer",
+            conversation.pk,
+            below_zero,
+        )
+        buffer = healing.apply_plan(selectors.buffer_messages(conversation), plan)
+        return healing.verdicts.tally(buffer)
 
 
 def _new_position(plan: healing.AppendPlan, position: int) -> int:
