@@ -31,10 +31,15 @@ DEBUG = _env_flag("FLOWDROP_DEBUG")
 SECRET_KEY = os.environ.get(
     "FLOWDROP_SECRET_KEY", "django-insecure-flowdrop-web-local-development-key-0123456789"
 )
-ALLOWED_HOSTS = os.environ.get("FLOWDROP_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
-CSRF_TRUSTED_ORIGINS = [
-    origin for origin in os.environ.get("FLOWDROP_CSRF_TRUSTED_ORIGINS", "").split(",") if origin
-]
+
+
+def _env_list(name: str, default: str = "") -> list[str]:
+    """A comma-separated variable's items, spaces around each left out."""
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+ALLOWED_HOSTS = _env_list("FLOWDROP_ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = _env_list("FLOWDROP_CSRF_TRUSTED_ORIGINS")
 
 # Behind a TLS proxy (README, "Running it for a team"): FLOWDROP_HTTPS=1 redirects plain
 # HTTP, sends cookies only over HTTPS, and asks browsers to keep to HTTPS for a year (HSTS,

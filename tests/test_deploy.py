@@ -311,3 +311,29 @@ def test_the_development_server_leaves_no_connection_open_after_its_requests(
 
     assert statuses == [200] * 40
     assert open_after == 0
+
+
+def test_the_host_and_origin_lists_may_have_spaces_after_their_commas(tmp_path: Path) -> None:
+    """From the operator's hunt: "a.example.org, b.example.org" made every request for
+    b.example.org a 400, and the deployment check said nothing."""
+    env = deployment(
+        tmp_path,
+        FLOWDROP_ALLOWED_HOSTS="a.example.org, b.example.org ,",
+        FLOWDROP_CSRF_TRUSTED_ORIGINS=" https://a.example.org, https://b.example.org",
+    )
+    shown = "from django.conf import settings as s; print(s.ALLOWED_HOSTS, s.CSRF_TRUSTED_ORIGINS)"
+
+    done = subprocess.run(
+        [*MANAGE, "shell", "-c", shown], env=env, capture_output=True, text=True, check=True
+    )
+
+    assert done.stdout.splitlines()[-1] == (
+        "['a.example.org', 'b.example.org'] ['https://a.example.org', 'https://b.example.org']"
+    )
+
+
+def test_an_empty_host_list_fails_the_deployment_check(tmp_path: Path) -> None:
+    done = check(deployment(tmp_path, FLOWDROP_ALLOWED_HOSTS=" "))
+
+    assert done.returncode != 0
+    assert "security.W020" in done.stderr
