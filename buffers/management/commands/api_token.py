@@ -31,7 +31,7 @@ class Command(BaseCommand):
             user = self._user(options["username"])
             if not access.is_real(user):
                 raise CommandError(f"{user.get_username()} is not an active user.")
-            row, token = ApiToken.issue(user, options["name"])
+            row, token = ApiToken.issue(user, self._name(options["name"]))
             self.stderr.write(f"Token {row.pk} for {user.get_username()} ({row.name}). Shown once:")
             self.stdout.write(token)
         elif action == "list":
@@ -39,7 +39,9 @@ class Command(BaseCommand):
             if options["username"]:
                 tokens = tokens.filter(user=self._user(options["username"]))
             for row in tokens:
-                state = f"revoked {row.revoked_at:%Y-%m-%d}" if row.revoked_at else "live"
+                state = "live" if row.user.is_active else "inactive user"
+                if row.revoked_at:
+                    state = f"revoked {row.revoked_at:%Y-%m-%d}"
                 used = (
                     f"last used {row.last_used_at:%Y-%m-%d %H:%M}" if row.last_used_at else "unused"
                 )
@@ -48,6 +50,19 @@ class Command(BaseCommand):
                 )
         else:
             self._revoke(options["token"])
+
+    def _name(self, name: str) -> str:
+        """The name as the admin's form takes it: stripped, not empty, not too long (SQLite
+        would store a longer one, which PostgreSQL then refuses to load from a backup)."""
+        name = name.strip()
+        limit = ApiToken._meta.get_field("name").max_length
+        if not name:
+            raise CommandError("--name is empty; name the token, to tell it from the others.")
+        if limit is not None and len(name) > limit:
+            raise CommandError(
+                f"--name is {len(name)} characters long; a token's name holds at most {limit}."
+            )
+        return name
 
     def _user(self, username: str) -> Any:
         try:
