@@ -105,7 +105,7 @@ class UploadForm(forms.Form):
 
     transcripts = _FilesField(
         label="Transcript files",
-        help_text=".json, .jsonl or .traj, up to 32 MB each; several at once.",
+        help_text=".json, .jsonl or .traj, up to 32 MB each; several at once, up to 64 MB in all.",
         widget=_ManyFiles(attrs={"accept": ".json,.jsonl,.traj,application/json"}),
     )
     format = forms.ChoiceField(
@@ -119,7 +119,17 @@ class UploadForm(forms.Form):
         files: list[Any] = self.cleaned_data["transcripts"]
         if len(files) > MAX_UPLOAD_FILES:
             raise forms.ValidationError(f"Upload at most {MAX_UPLOAD_FILES} files at once.")
+        total = sum(file.size for file in files)
+        if total > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                f"These files add up to {total / 1024 / 1024:.1f} MB; upload at most "
+                f"{MAX_UPLOAD_BYTES / 1024 / 1024:,.0f} MB at once, or import them with "
+                "manage.py import_transcripts."
+            )
         return files
 
 
 MAX_UPLOAD_FILES = 20
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+"""What one upload reads in all: each file is read whole and the import holds every one
+until it is stored, several times its size in memory."""

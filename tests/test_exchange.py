@@ -20,7 +20,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils.html import escape
 
-from buffers import api, bulk, exports, healing, selectors, services, transcripts
+from buffers import api, bulk, exports, forms, healing, selectors, services, transcripts
 from buffers.healing import formats, sendability
 from buffers.models import BufferChange, Conversation, Message
 from tests.buffers import acting_user, assistant, result, store, user
@@ -787,6 +787,22 @@ def test_the_upload_page_imports_several_files_in_different_formats(client: Clie
     ]
     assert "Imported 2 conversations" in answer.text
     assert BufferChange.objects.filter(via="inspector", action="import").count() == 2
+
+
+def test_files_that_add_up_to_more_than_an_upload_takes_are_refused_unread(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the security hunt: 20 files of 32 MB each were read together, about 4.5 GB in
+    memory for one request. What one upload takes in all is bounded; the command takes more."""
+    body = as_file(CRASHED["anthropic"])
+    monkeypatch.setattr(forms, "MAX_UPLOAD_BYTES", 2 * len(body))
+
+    answer = upload(client, ("a.json", body), ("b.json", body), ("c.json", body))
+
+    assert answer.status_code == 422
+    assert "These files add up to" in answer.text
+    assert "manage.py import_transcripts" in answer.text
+    assert not Conversation.objects.exists()
 
 
 def test_one_bad_file_in_an_upload_imports_none_and_says_where(client: Client) -> None:
