@@ -1615,3 +1615,32 @@ def test_a_history_sent_back_without_its_reasoning_or_empty_text_is_read_once() 
     messages = messages_of(read(parse_lines(lines)))
 
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_log_export_whose_next_call_sends_the_answer_back_without_its_reasoning_reads_once() -> (
+    None
+):
+    asked = message("user", text("UV in Sydney?"))
+    answer = message(
+        "assistant", {"type": "reasoning", "content": "Look it up."}, call("uv_0", "get_uv")
+    )
+    sent_back = message("assistant", {**call("uv_0", "get_uv"), "arguments": "{}"})
+    details = "gen_ai.client.inference.operation.details"
+    first = _record(
+        details,
+        span="a1",
+        attributes={"gen_ai.input.messages": [asked], "gen_ai.output.messages": [answer]},
+    )
+    second = _record(
+        details,
+        span="a2",
+        attributes={
+            "gen_ai.input.messages": [asked, sent_back, message("tool", response("uv_0", "11"))],
+            "gen_ai.output.messages": [message("assistant", text("UV 11."))],
+        },
+    )
+
+    found = read(parse_lines(_export(first, second)))
+
+    assert len(found.conversations) == 1
+    assert [m.role for m in messages_of(found)] == ["user", "assistant", "tool", "assistant"]

@@ -80,6 +80,7 @@ from .otel_messages import (
     id_is_usable_or_none,
     place_of,
     result_content,
+    sent_back,
     stored_role,
 )
 from .source import Entry, Reading, Skipped, Source
@@ -486,10 +487,12 @@ def event_key(record: Record) -> object:
 
 
 def message_key(message: object) -> object:
-    """What an OpenTelemetry message is compared by: its role and parts."""
+    """What an OpenTelemetry message is compared by: its role and its parts as sent back
+    (``sent_back``: the next call's history may leave out its reasoning, spell a call's
+    arguments as JSON text...)."""
     if not isinstance(message, dict):
         return object()
-    return canonical([message.get("role"), message.get("parts")])
+    return canonical([message.get("role"), sent_back(message.get("parts"))])
 
 
 @dataclass
