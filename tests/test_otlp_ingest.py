@@ -384,6 +384,61 @@ def test_each_convention_agents_write_becomes_the_same_conversation(
     assert conversation.unanswered_count == 1
 
 
+ANTHROPIC_SPAN = {"gen_ai.system": "Anthropic", "llm.request.type": "chat"}
+"""An OpenLLMetry Anthropic chat span's own attributes (opentelemetry-instrumentation-anthropic)."""
+
+
+def anthropic_chat(tracer: Tracer, *calls: dict[str, Any]) -> None:
+    """Model calls as OpenLLMetry's Anthropic instrumentation writes them, in one trace."""
+    with tracer.start_as_current_span("agent run"):
+        for attributes in calls:
+            with tracer.start_as_current_span(
+                "anthropic.chat", attributes={**ANTHROPIC_SPAN, **attributes}
+            ):
+                pass
+
+
+@pytest.mark.django_db
+def test_openllmetry_anthropic_thinking_is_the_answers_reasoning_not_a_user_message(
+    client: Client, token: str
+) -> None:
+    """With extended thinking, opentelemetry-instrumentation-anthropic (up to 0.52) writes
+    the thinking as gen_ai.completion.0 with role "thinking" and the answer as completion
+    1: read as the answer, the thinking was a user row, and the answer and its call were
+    only kept aside, so the call was never declared."""
+    answer = send(
+        client,
+        token,
+        lambda t: anthropic_chat(
+            t,
+            {
+                "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": "Refund order A-10442.",
+                "gen_ai.completion.0.finish_reason": "tool_use",
+                "gen_ai.completion.0.role": "thinking",
+                "gen_ai.completion.0.content": "Look it up first.",
+                "gen_ai.completion.1.role": "assistant",
+                "gen_ai.completion.1.content": "Let me look it up.",
+                "gen_ai.completion.1.tool_calls.0.id": "toolu_1",
+                "gen_ai.completion.1.tool_calls.0.name": "lookup",
+                "gen_ai.completion.1.tool_calls.0.arguments": '{"order": "A-10442"}',
+            },
+        ),
+    )
+
+    assert not answer.HasField("partial_success")
+    conversation = Conversation.objects.get()
+    stored = buffer(conversation)
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[1]["content"] == "Let me look it up."
+    [declared] = stored[1]["metadata"]["tool_calls"]
+    assert (declared["id"], declared["function"]["name"]) == ("toolu_1", "lookup")
+    assert "Look it up first." in json.dumps(stored[1]["metadata"]), "the thinking, kept"
+    assert "other_outputs" not in json.dumps(stored[1]["metadata"])
+    assert stored[1]["metadata"]["facts"]["finish_reason"] == "tool_use"
+    assert conversation.unanswered_count == 1
+
+
 @pytest.mark.django_db
 def test_spans_that_are_not_model_calls_are_counted_out_never_an_error(
     client: Client, token: str

@@ -974,6 +974,102 @@ def test_openinference_contents_and_a_legacy_function_call_are_read() -> None:
     ]
 
 
+def test_openllmetry_thinking_is_the_reasoning_of_the_message_it_precedes() -> None:
+    """OpenLLMetry's Anthropic instrumentation writes a thinking block as a message of its
+    own, role "thinking", before the one it belongs to (and that call's finish reason on
+    it); a thinking block sent back in a history's content is reasoning too, so the
+    answer and the same message sent back share one digest."""
+    found = read(
+        span(
+            {
+                "gen_ai.system": "Anthropic",
+                "llm.request.type": "chat",
+                "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": "Refund order A-10442.",
+                "gen_ai.prompt.1.role": "thinking",
+                "gen_ai.prompt.1.content": "Look it up first.",
+                "gen_ai.prompt.2.role": "assistant",
+                "gen_ai.prompt.2.content": "It was delivered.",
+                "gen_ai.prompt.3.role": "user",
+                "gen_ai.prompt.3.content": "Refund it anyway.",
+                "gen_ai.completion.0.finish_reason": "end_turn",
+                "gen_ai.completion.0.role": "thinking",
+                "gen_ai.completion.0.content": "They insist.",
+                "gen_ai.completion.1.role": "assistant",
+                "gen_ai.completion.1.content": "Refunded.",
+            }
+        )
+    )
+
+    assert found.input_count == 3
+    assert found.messages[1:] == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "content": "Look it up first."},
+                text("It was delivered."),
+            ],
+        },
+        {"role": "user", "parts": [text("Refund it anyway.")]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "reasoning", "content": "They insist."}, text("Refunded.")],
+            "finish_reason": "end_turn",
+        },
+    ]
+    assert found.finish_reason == "end_turn"
+    sent_back = read(
+        span(
+            {
+                "llm.request.type": "chat",
+                "gen_ai.prompt.0.role": "assistant",
+                "gen_ai.prompt.0.content": json.dumps(
+                    [
+                        {"signature": "EqQBCg", "thinking": "They insist.", "type": "thinking"},
+                        {"citations": None, "text": "Refunded.", "type": "text"},
+                    ]
+                ),
+            }
+        )
+    )
+    assert sent_back.messages[0]["parts"][0] == {
+        "type": "reasoning",
+        "content": "They insist.",
+        "signature": "EqQBCg",
+    }
+    assert sent_back.digests[0] == found.digests[-1]
+
+
+def test_thinking_alone_is_an_assistant_message_and_no_other_role_is_the_answer() -> None:
+    """A call cut off while thinking leaves only the thinking; and of several outputs, one
+    whose role reads as a user's or a tool's is never taken for the answer."""
+    cut = read(
+        span(
+            {
+                "llm.request.type": "chat",
+                "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": "Refund order A-10442.",
+                "gen_ai.completion.0.finish_reason": "max_tokens",
+                "gen_ai.completion.0.role": "thinking",
+                "gen_ai.completion.0.content": "Look it up fir",
+            }
+        )
+    )
+    assert cut.outputs == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "reasoning", "content": "Look it up fir"}],
+            "finish_reason": "max_tokens",
+        }
+    ]
+    outputs = [
+        {"role": "critic", "parts": [text("Too terse.")]},
+        {"role": "assistant", "parts": [text("Refunded.")]},
+    ]
+    found = read(span({"gen_ai.output.messages": json.dumps(outputs)}))
+    assert found.outputs == [{**outputs[1], "other_outputs": outputs[:1]}]
+
+
 @pytest.mark.rule("MEM-11")
 def test_calls_and_results_without_ids_are_paired_by_position_with_ids_stable_across_spans() -> (
     None

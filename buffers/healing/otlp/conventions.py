@@ -23,10 +23,12 @@ JSON text of one (Strands writes Bedrock blocks, OpenLLMetry OpenAI content list
 read block by block: OpenAI text parts, Anthropic ``tool_use``/``tool_result``, Bedrock
 ``text``/``toolUse``/``toolResult``, Gemini ``functionCall``/``functionResponse``; a
 block of another kind is kept as a part of its own type. Empty text is no part, so that
-an answer and the same answer sent back as history read alike. The system instructions
-(semconv) are a leading system message marked ``"system_instructions": true``. Of several
-output messages (choices), the first is the answer and the others are kept on it, under
-``other_outputs``.
+an answer and the same answer sent back as history read alike. An Anthropic ``thinking``
+block is a ``reasoning`` part, and so is an OpenLLMetry message of role ``thinking``, in
+the message it precedes. The system instructions (semconv) are a leading system message
+marked ``"system_instructions": true``. Of several output messages (choices), the first
+whose role is an assistant's is the answer (``spans``) and the others are kept on it,
+under ``other_outputs``.
 
 Content that claims to be messages but cannot be read raises ``Refused``, whose sentence
 names the place.
@@ -43,6 +45,7 @@ from typing import Any
 import orjson
 
 from buffers.healing import jsontext
+from buffers.healing.formats.otel_messages import stored_role
 from buffers.healing.messages import MAX_DEPTH, MAX_ID_LENGTH, describe
 
 from .decode import Span, SpanEvent
@@ -80,6 +83,9 @@ BLOCK_KEYS = frozenset(
 """Keys that make an untyped object a provider content block (Bedrock, Gemini)."""
 SHOWN_KEY = 80
 """The most of an attribute's key a sentence quotes."""
+THINKING = "thinking"
+"""The role OpenLLMetry's Anthropic instrumentation gives a thinking block, and the type
+of Anthropic's thinking content block."""
 
 
 RawMessage = dict[str, Any]
@@ -322,8 +328,49 @@ def _flattened(convention: str, prefixes: tuple[str, str], attributes: dict[str,
                 raise Refused(f"{where} must be a message, not {describe(held)}")
             sniff = convention == "openllmetry"
             messages.append(_openai_message(held, where, role, flat=True, sniff=sniff))
-        sides.append(messages)
+        sides.append(_thinking_folded(messages) if convention == "openllmetry" else messages)
     return Content(convention, sides[0], sides[1], attributes)
+
+
+def _thinking_folded(messages: list[RawMessage]) -> list[RawMessage]:
+    """OpenLLMetry's Anthropic instrumentation (up to 0.52 at least) writes a thinking block
+    as a message of its own, role ``thinking``, before the message it belongs to, and the
+    call's finish reason on it: its text is that message's reasoning, leading its parts
+    (the finish reason goes with it when the message has none). Thinking not followed by
+    an assistant message (a call cut off while thinking) is an assistant message of its
+    own. Read as it was written, it was a user message, and taken for the answer."""
+    folded: list[RawMessage] = []
+    thought: list[Any] = []
+    reason: object = None
+    for message in messages:
+        if message["role"] == THINKING:
+            thought += [
+                {"type": "reasoning", "content": part["content"]}
+                if part.get("type") == "text"
+                else part
+                for part in message["parts"]
+            ]
+            reason = reason or message.get("finish_reason")
+            continue
+        if thought or reason is not None:
+            if stored_role(message["role"]) == "assistant":
+                message = {**message, "parts": [*thought, *message["parts"]]}
+                if reason is not None and "finish_reason" not in message:
+                    message["finish_reason"] = reason
+            else:
+                folded.append(_thinking_alone(thought, reason))
+            thought, reason = [], None
+        folded.append(message)
+    if thought or reason is not None:
+        folded.append(_thinking_alone(thought, reason))
+    return folded
+
+
+def _thinking_alone(thought: list[Any], reason: object) -> RawMessage:
+    message: RawMessage = {"role": "assistant", "parts": thought}
+    if reason is not None:
+        message["finish_reason"] = reason
+    return message
 
 
 class _Tree(dict[str | int, Any]):
@@ -552,6 +599,9 @@ def _part(block: object, where: str) -> Any:
             return {"type": "text", "content": block["text"], **rest}
         if kind == "tool_use":
             return _call_part({**block, "arguments": block.get("input")}, where, False)
+        if kind == THINKING and isinstance(block.get(THINKING), str):
+            rest = {k: v for k, v in block.items() if k not in ("type", THINKING)}
+            return {"type": "reasoning", "content": block[THINKING], **rest}
         if kind == "tool_result":
             _id_or_none(block.get("tool_use_id"), f"{where}.tool_use_id")
             result = {

@@ -39,6 +39,7 @@ import orjson
 from buffers.healing.errors import InvalidInput, Problem
 from buffers.healing.formats.common import Row
 from buffers.healing.formats.otel_genai import read_messages
+from buffers.healing.formats.otel_messages import stored_role
 from buffers.healing.formats.source import changed
 from buffers.healing.ids import usable_id
 from buffers.healing.messages import MAX_ID_LENGTH, describe, json_problem, storable_copy
@@ -261,6 +262,7 @@ def _model_call(span: Span, content: Content) -> ModelCall | None:
         return None
     messages = list(inputs)
     if outputs:
+        outputs = _answer_first(outputs)
         answer = outputs[0]
         if len(outputs) > 1:
             answer = {**answer, "other_outputs": outputs[1:]}
@@ -288,6 +290,19 @@ def _model_call(span: Span, content: Content) -> ModelCall | None:
         service_name=_word(span.resource.get("service.name")),
         replaced=replaced,
     )
+
+
+def _answer_first(outputs: list[RawMessage]) -> list[RawMessage]:
+    """The outputs with the answer first: the first whose role reads as an assistant's
+    (``assistant``, ``model``), else the first. An output of another role (a user's, a
+    tool's, one we do not know) taken for the answer would be a user row answering the
+    call, and its call never declared."""
+    place = next(
+        (p for p, m in enumerate(outputs) if stored_role(str(m.get("role"))) == "assistant"), 0
+    )
+    if place == 0:
+        return outputs
+    return [outputs[place], *outputs[:place], *outputs[place + 1 :]]
 
 
 def _storable(messages: list[RawMessage]) -> tuple[list[RawMessage], str]:
