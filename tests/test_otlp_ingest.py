@@ -440,6 +440,52 @@ def test_openllmetry_anthropic_thinking_is_the_answers_reasoning_not_a_user_mess
 
 
 @pytest.mark.django_db
+def test_openllmetry_anthropic_history_with_its_calls_written_twice_continues_the_conversation(
+    client: Client, token: str
+) -> None:
+    """opentelemetry-instrumentation-anthropic 0.47-0.52 writes a history message's whole
+    content (its tool_use blocks too) as JSON text in gen_ai.prompt.N.content and the same
+    calls again under gen_ai.prompt.N.tool_calls: read twice, the message held a second
+    call, and the span branched into a conversation with a phantom unanswered call."""
+    user = {"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Refund order A-10442."}
+    call = {"id": "toolu_1", "name": "lookup", "arguments": '{"order": "A-10442"}'}
+    first = {
+        **user,
+        "gen_ai.completion.0.finish_reason": "tool_use",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "Let me look it up.",
+        **{f"gen_ai.completion.0.tool_calls.0.{k}": v for k, v in call.items()},
+    }
+    blocks = [
+        {"citations": None, "text": "Let me look it up.", "type": "text"},
+        {"id": "toolu_1", "input": {"order": "A-10442"}, "name": "lookup", "type": "tool_use"},
+    ]
+    result = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "delivered"}]
+    second = {
+        **user,
+        "gen_ai.prompt.1.role": "assistant",
+        "gen_ai.prompt.1.content": json.dumps(blocks),
+        **{f"gen_ai.prompt.1.tool_calls.0.{k}": v for k, v in call.items()},
+        "gen_ai.prompt.2.role": "user",
+        "gen_ai.prompt.2.content": json.dumps(result),
+        "gen_ai.completion.0.finish_reason": "end_turn",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "Refunded.",
+    }
+
+    answer = send(client, token, lambda t: anthropic_chat(t, first, second))
+
+    assert not answer.HasField("partial_success")
+    conversation = Conversation.objects.get()
+    stored = buffer(conversation)
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+    [declared] = stored[1]["metadata"]["tool_calls"]
+    assert declared["id"] == "toolu_1"
+    assert stored[2]["metadata"]["tool_call_id"] == "toolu_1"
+    assert conversation.unanswered_count == 0
+
+
+@pytest.mark.django_db
 def test_spans_that_are_not_model_calls_are_counted_out_never_an_error(
     client: Client, token: str
 ) -> None:

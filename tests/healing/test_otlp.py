@@ -1070,6 +1070,46 @@ def test_thinking_alone_is_an_assistant_message_and_no_other_role_is_the_answer(
     assert found.outputs == [{**outputs[1], "other_outputs": outputs[:1]}]
 
 
+def test_a_call_written_in_the_content_and_again_as_tool_calls_is_read_once() -> None:
+    """OpenLLMetry's Anthropic instrumentation (0.47-0.52) writes a history message's
+    tool_use blocks in its content's JSON text and again under tool_calls: a call already
+    read from the content, by id (by name and arguments when it has none), is not read
+    again; a call only under tool_calls is kept."""
+    found = read(
+        span(
+            {
+                "llm.request.type": "chat",
+                "gen_ai.prompt.0.role": "assistant",
+                "gen_ai.prompt.0.content": json.dumps(
+                    [
+                        {
+                            "id": "toolu_1",
+                            "input": {"order": "A-10442"},
+                            "name": "lookup",
+                            "type": "tool_use",
+                        },
+                        {"input": {"city": "Paris"}, "name": "weather", "type": "tool_use"},
+                    ]
+                ),
+                "gen_ai.prompt.0.tool_calls.0.id": "toolu_1",
+                "gen_ai.prompt.0.tool_calls.0.name": "lookup",
+                "gen_ai.prompt.0.tool_calls.0.arguments": '{"order": "A-10442"}',
+                "gen_ai.prompt.0.tool_calls.1.name": "weather",
+                "gen_ai.prompt.0.tool_calls.1.arguments": '{"city": "Paris"}',
+                "gen_ai.prompt.0.tool_calls.2.id": "toolu_3",
+                "gen_ai.prompt.0.tool_calls.2.name": "refund",
+                "gen_ai.prompt.0.tool_calls.2.arguments": "{}",
+            }
+        )
+    )
+
+    assert [(p["id"], p["name"]) for p in found.messages[0]["parts"]] == [
+        ("toolu_1", "lookup"),
+        ("otel-0-1", "weather"),
+        ("toolu_3", "refund"),
+    ]
+
+
 @pytest.mark.rule("MEM-11")
 def test_calls_and_results_without_ids_are_paired_by_position_with_ids_stable_across_spans() -> (
     None

@@ -22,7 +22,8 @@ result ``{"type": "tool_call_response", "id", "response"}``; ``name`` and
 JSON text of one (Strands writes Bedrock blocks, OpenLLMetry OpenAI content lists), is
 read block by block: OpenAI text parts, Anthropic ``tool_use``/``tool_result``, Bedrock
 ``text``/``toolUse``/``toolResult``, Gemini ``functionCall``/``functionResponse``; a
-block of another kind is kept as a part of its own type. Empty text is no part, so that
+block of another kind is kept as a part of its own type; a call under ``tool_calls`` that
+the content already holds (the same id) is read once. Empty text is no part, so that
 an answer and the same answer sent back as history read alike. An Anthropic ``thinking``
 block is a ``reasoning`` part, and so is an OpenLLMetry message of role ``thinking``, in
 the message it precedes. The system instructions (semconv) are a leading system message
@@ -45,7 +46,7 @@ from typing import Any
 import orjson
 
 from buffers.healing import jsontext
-from buffers.healing.formats.otel_messages import stored_role
+from buffers.healing.formats.otel_messages import canonical_part, stored_role
 from buffers.healing.messages import MAX_DEPTH, MAX_ID_LENGTH, describe
 
 from .decode import Span, SpanEvent
@@ -446,8 +447,11 @@ def _openai_message(
         calls = [calls]
     if calls is not None and not isinstance(calls, list):
         raise Refused(f"{_at(where, 'tool_calls', flat)} must be a list, not {describe(calls)}")
+    written = [part for part in parts if part.get("type") == "tool_call"]
     for place, call in enumerate(calls or ()):
-        parts.append(_call_part(call, _at(_at(where, "tool_calls", flat), place, flat), flat))
+        part = _call_part(call, _at(_at(where, "tool_calls", flat), place, flat), flat)
+        if not _written_already(part, written):
+            parts.append(part)
     legacy = fields.get("function_call")
     if isinstance(legacy, dict):
         parts.append(_call_part(legacy, _at(where, "function_call", flat), flat))
@@ -471,6 +475,27 @@ def _openai_message(
     if isinstance(reason := fields.get("finish_reason"), str) and reason:
         message["finish_reason"] = reason
     return message
+
+
+def _written_already(call: dict[str, Any], written: list[Any]) -> bool:
+    """Whether a call under ``tool_calls`` is one of the calls already read from the
+    message's content (and takes it: each is matched once). OpenLLMetry's Anthropic
+    instrumentation (0.47-0.52) writes a history message's whole content, its
+    ``tool_use`` blocks included, as JSON text and the same calls again under
+    ``tool_calls``; read twice, the message held a second call (``#2`` after the ids were
+    made unique), its digest differed from the stored answer's, and the span branched
+    with a phantom unanswered call. The same id is the same call; without one, the same
+    name and arguments (``canonical_part``: JSON text or JSON alike)."""
+    same = canonical_part({**call, "id": None})
+    for place, part in enumerate(written):
+        if call.get("id") is not None:
+            if part.get("id") != call["id"]:
+                continue
+        elif part.get("id") is not None or canonical_part({**part, "id": None}) != same:
+            continue
+        del written[place]
+        return True
+    return False
 
 
 def _without_empty_text(parts: list[Any]) -> list[Any]:
