@@ -486,6 +486,47 @@ def test_openllmetry_anthropic_history_with_its_calls_written_twice_continues_th
 
 
 @pytest.mark.django_db
+def test_message_events_with_their_body_as_json_in_gen_ai_event_content_are_read(
+    client: Client, token: str
+) -> None:
+    """azure-ai-inference's instrumentor (and Semantic Kernel) put each message event's body
+    as JSON text in its gen_ai.event.content attribute: read for the bare body keys alone,
+    every message was stored empty, with a plain 200."""
+
+    def build(tracer: Tracer) -> None:
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.system": "az.ai.inference"}
+        with tracer.start_as_current_span("chat gpt-4o-mini", attributes=attributes) as span:
+            span.add_event(
+                "gen_ai.user.message",
+                {
+                    "gen_ai.system": "az.ai.inference",
+                    "gen_ai.event.content": json.dumps(
+                        {"role": "user", "content": "Refund order A-10442."}
+                    ),
+                },
+            )
+            span.add_event(
+                "gen_ai.choice",
+                {
+                    "gen_ai.system": "az.ai.inference",
+                    "gen_ai.event.content": json.dumps(
+                        {"message": {"content": "Done."}, "finish_reason": "stop", "index": 0}
+                    ),
+                },
+            )
+
+    answer = send(client, token, build)
+
+    assert not answer.HasField("partial_success")
+    stored = buffer(Conversation.objects.get())
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "Refund order A-10442."),
+        ("assistant", "Done."),
+    ]
+    assert stored[1]["metadata"]["facts"]["finish_reason"] == "stop"
+
+
+@pytest.mark.django_db
 def test_spans_that_are_not_model_calls_are_counted_out_never_an_error(
     client: Client, token: str
 ) -> None:

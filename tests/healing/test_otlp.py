@@ -934,6 +934,51 @@ def test_choices_are_ordered_by_index_and_a_flattened_body_is_read_nested() -> N
     }
 
 
+def test_an_events_body_as_json_in_gen_ai_event_content_is_read_or_refused_saying_where() -> None:
+    """azure-ai-inference writes each event's body as JSON text in gen_ai.event.content:
+    calls and results in it are read; text that is not a JSON object is refused."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    events = [
+        event("gen_ai.user.message", **{"gen_ai.event.content": json.dumps({"content": USER})}),
+        event(
+            "gen_ai.assistant.message",
+            **{"gen_ai.event.content": json.dumps({"role": "assistant", "tool_calls": [call]})},
+        ),
+        event(
+            "gen_ai.tool.message",
+            **{
+                "gen_ai.event.content": json.dumps(
+                    {"role": "tool", "content": DELIVERED, "tool_call_id": "call_1"}
+                )
+            },
+        ),
+        event(
+            "gen_ai.choice",
+            **{
+                "gen_ai.event.content": json.dumps(
+                    {"message": {"content": None, "tool_calls": [{**call, "id": "call_2"}]}}
+                )
+            },
+        ),
+    ]
+    found = read(span({"gen_ai.operation.name": "chat"}, events))
+
+    buffer = stored(found.messages)
+    assert [(m.role, m.content) for m in buffer] == [
+        ("user", USER),
+        ("assistant", None),
+        ("tool", DELIVERED),
+        ("assistant", None),
+    ]
+    assert result_call_id(buffer[2]) == "call_1"
+    assert unanswered(buffer) == ["call_2"]
+    for written, why in (("Refund it.", "is not JSON text"), ("[]", "must be an object")):
+        broken = event("gen_ai.user.message", **{"gen_ai.event.content": written})
+        reason = refused(span({"gen_ai.operation.name": "chat"}, [broken]))
+        assert reason.startswith("span 051581bf3cb55c13 'chat gpt-4o-mini': events[0]")
+        assert f"gen_ai.event.content {why}" in reason, reason
+
+
 def test_openinference_contents_and_a_legacy_function_call_are_read() -> None:
     found = read(
         span(

@@ -9,7 +9,8 @@ conversations on spans its instrumentation wrote them. Read in the first of thes
    ``gen_ai.assistant.message``, ``gen_ai.tool.message`` and ``gen_ai.choice`` (semconv
    1.28 to 1.36), their bodies flattened into the event's attributes (``content``,
    ``role``, ``id``, ``tool_calls``, ``message``, ``finish_reason``, ``index``; dotted keys
-   such as ``message.content`` are read as the nested body);
+   such as ``message.content`` are read as the nested body), or written whole as JSON text
+   in ``gen_ai.event.content`` (azure-ai-inference, Semantic Kernel);
 3. ``openinference``: ``llm.input_messages.N.message.*`` and ``llm.output_messages.N.message.*``;
 4. ``openllmetry``: ``gen_ai.prompt.N.*`` and ``gen_ai.completion.N.*``.
 
@@ -66,6 +67,8 @@ BODY_KEYS = frozenset(
     {"content", "role", "id", "tool_call_id", "tool_calls", "message", "finish_reason", "index"}
 )
 """The keys of a message event's body, flattened into its attributes."""
+EVENT_CONTENT = "gen_ai.event.content"
+"""Where azure-ai-inference and Semantic Kernel write an event's whole body, as JSON text."""
 OPENINFERENCE = ("llm.input_messages.", "llm.output_messages.")
 OPENLLMETRY = ("gen_ai.prompt.", "gen_ai.completion.")
 FLATTENED = (*OPENINFERENCE, *OPENLLMETRY)
@@ -267,7 +270,10 @@ def _event_form(events: list[tuple[int, SpanEvent]], attributes: dict[str, Any])
     choices: list[tuple[int, int, RawMessage]] = []
     for place, event in events:
         where = f"events[{place}] ({event.name})"
-        body = _unflatten({k: v for k, v in event.attributes.items() if _in_body(k)}, "")
+        if EVENT_CONTENT in event.attributes:
+            body = _event_content(event.attributes[EVENT_CONTENT], f"{where} {EVENT_CONTENT}")
+        else:
+            body = _unflatten({k: v for k, v in event.attributes.items() if _in_body(k)}, "")
         if event.name == CHOICE:
             index = body.get("index")
             order = index if isinstance(index, int) and not isinstance(index, bool) else 0
@@ -276,6 +282,16 @@ def _event_form(events: list[tuple[int, SpanEvent]], attributes: dict[str, Any])
             inputs.append(_event_message(MESSAGE_EVENTS[event.name], body, where))
     choices.sort(key=lambda choice: choice[:2])
     return Content("events", inputs, [message for _, _, message in choices], attributes)
+
+
+def _event_content(value: object, where: str) -> dict[str | int, Any]:
+    """An event's body written whole as JSON text (an object) in ``gen_ai.event.content``,
+    as azure-ai-inference's instrumentor and Semantic Kernel write it."""
+    if isinstance(value, str):
+        value = _json(value, where) if value.strip() else {}
+    if not isinstance(value, dict):
+        raise Refused(f"{where} must be an object, not {describe(value)}")
+    return {str(key): held for key, held in value.items()}
 
 
 def _in_body(key: str) -> bool:
