@@ -584,6 +584,34 @@ def test_model_calls_sent_without_their_messages_are_answered_with_a_warning(
 
 
 @pytest.mark.django_db
+def test_message_events_emitted_without_their_content_are_answered_with_the_capture_warning(
+    client: Client, token: str
+) -> None:
+    """With content capture off, instrumentations of semconv 1.28-1.36 still emit the
+    message events, empty (a choice keeps its index and finish reason), and
+    azure-ai-inference a choice of those two alone: a conversation of empty messages was
+    stored and the warning that capture is off never came."""
+
+    def build(tracer: Tracer) -> None:
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini", attributes={"gen_ai.operation.name": "chat"}
+        ) as span:
+            span.add_event("gen_ai.user.message", {})
+            span.add_event("gen_ai.choice", {"index": 0, "finish_reason": "stop"})
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini", attributes={"gen_ai.operation.name": "chat"}
+        ) as span:
+            content = json.dumps({"finish_reason": "stop", "index": 0})
+            span.add_event("gen_ai.choice", {"gen_ai.event.content": content})
+
+    answer = send(client, token, build)
+
+    assert answer.partial_success.rejected_spans == 0
+    assert answer.partial_success.error_message.startswith("2 model call spans carried no messages")
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_rewritten_history_branches_into_a_conversation_that_says_where(
     client: Client, token: str
 ) -> None:

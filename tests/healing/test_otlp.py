@@ -1353,6 +1353,25 @@ def test_a_chat_span_exported_with_content_capture_off_is_ignored_but_claims_a_m
     assert claims_model_call(span({"openinference.span.kind": "llm"}))
 
 
+def test_a_span_whose_messages_hold_nothing_is_content_capture_off_but_a_bare_call_counts() -> None:
+    """Message events emitted with content capture off hold no content: no model call is
+    read (the receiver warns that capture is off). An answer that is a call alone, its
+    text empty, is content."""
+    empty = [
+        event("gen_ai.user.message"),
+        event("gen_ai.choice", index=0, finish_reason="stop"),
+    ]
+    chat = span({"gen_ai.operation.name": "chat"}, empty)
+
+    assert model_call(chat) is None
+    assert claims_model_call(chat)
+    call = {"content": "", "tool_calls": [openai_call(LOOKUP)]}
+    bare = [empty[0], event("gen_ai.choice", index=0, message=json.dumps(call))]
+    assert read(span({"gen_ai.operation.name": "chat"}, bare)).outputs[0]["parts"] == [
+        {"type": "tool_call", "id": LOOKUP[0], "name": LOOKUP[1], "arguments": LOOKUP[2]}
+    ]
+
+
 def test_the_tool_spans_events_of_strands_are_not_read_as_a_conversation() -> None:
     tool = span(
         {"gen_ai.operation.name": "execute_tool"},
@@ -1414,7 +1433,9 @@ def test_the_tool_spans_events_of_strands_are_not_read_as_a_conversation() -> No
             {
                 "gen_ai.conversation.id": "conv\x00",
                 "gen_ai.input.messages": "[]",
-                "gen_ai.output.messages": '[{"role": "assistant", "parts": []}]',
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [text("Hi.")]}]
+                ),
             },
             "gen_ai.conversation.id holds the character U+0000",
         ),
@@ -1435,7 +1456,9 @@ def test_a_model_call_whose_content_cannot_be_read_is_refused_saying_where(
 
 
 def test_a_model_call_with_no_conversation_id_and_no_valid_trace_id_is_refused() -> None:
-    content = {"gen_ai.output.messages": '[{"role": "assistant", "parts": []}]'}
+    content = {
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [text("Hi.")]}])
+    }
 
     assert refused(span(content, trace_id="0" * 32)).endswith(
         "it has neither a gen_ai.conversation.id nor a valid trace id to group it by."

@@ -13,7 +13,10 @@ final answer, or pydantic-ai's whole run) are not the history the next model cal
 and reading them beside the chat spans would make every conversation look rewritten.
 Any other span is read when it holds messages, in the first of the four conventions
 ``conventions`` reads. A chat span without any (content capture is off by default in most
-instrumentations) is None too; ``claims_model_call`` tells such a span from an HTTP one.
+instrumentations), or whose messages hold nothing (no text, call, result or other part:
+the message events of semconv 1.28 to 1.36 are still emitted with capture off, empty but
+for a choice's index and finish reason), is None too; ``claims_model_call`` tells such a
+span from an HTTP one.
 
 Ids. They are kept as the agent sent them. A call without one gets ``otel-<p>-<k>`` (its
 message's position among the call's messages, its part's place), marked
@@ -258,8 +261,8 @@ def _named(span: Span) -> str:
 
 def _model_call(span: Span, content: Content) -> ModelCall | None:
     inputs, outputs = content.inputs, content.outputs
-    if not inputs and not outputs:
-        return None
+    if not any(message["parts"] for message in (*inputs, *outputs)):
+        return None  # none, or the empty events instrumentations emit with capture off
     messages = list(inputs)
     if outputs:
         outputs = _answer_first(outputs)
