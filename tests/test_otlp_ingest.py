@@ -527,6 +527,68 @@ def test_message_events_with_their_body_as_json_in_gen_ai_event_content_are_read
 
 
 @pytest.mark.django_db
+def test_pydantic_ai_messages_in_the_events_attribute_are_read_as_message_events(
+    client: Client, token: str
+) -> None:
+    """pydantic-ai's InstrumentationSettings(version=1) and logfire's default
+    event_mode='attributes' write the message events as a JSON list in the span's "events"
+    attribute: nothing was stored, and the answer said content capture was off."""
+
+    def events(*items: dict[str, Any]) -> str:
+        return json.dumps([{**item, "gen_ai.system": "openai"} for item in items])
+
+    user = {"event.name": "gen_ai.user.message", "role": "user", "content": "Refund order A-10442."}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": {"order": "A-10442"}},
+    }
+    looked = {"role": "assistant", "tool_calls": [call]}
+    found = {
+        "event.name": "gen_ai.tool.message",
+        "role": "tool",
+        "content": "delivered",
+        "id": "call_1",
+        "name": "lookup",
+    }
+
+    def build(tracer: Tracer) -> None:
+        spans = [
+            events(user, {"event.name": "gen_ai.choice", "index": 0, "message": looked}),
+            events(
+                user,
+                {"event.name": "gen_ai.assistant.message", **looked, "gen_ai.message.index": 1},
+                found,
+                {
+                    "event.name": "gen_ai.choice",
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Refunded."},
+                },
+            ),
+        ]
+        with tracer.start_as_current_span("agent run"):
+            for written in spans:
+                attributes = {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.system": "openai",
+                    "events": written,
+                }
+                with tracer.start_as_current_span("chat gpt-4o-mini", attributes=attributes):
+                    pass
+
+    answer = send(client, token, build)
+
+    assert not answer.HasField("partial_success")
+    conversation = Conversation.objects.get()
+    stored = buffer(conversation)
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[0]["content"] == "Refund order A-10442."
+    assert stored[1]["metadata"]["tool_calls"][0]["id"] == "call_1"
+    assert stored[3]["content"] == "Refunded."
+    assert conversation.unanswered_count == 0
+
+
+@pytest.mark.django_db
 def test_spans_that_are_not_model_calls_are_counted_out_never_an_error(
     client: Client, token: str
 ) -> None:

@@ -979,6 +979,42 @@ def test_an_events_body_as_json_in_gen_ai_event_content_is_read_or_refused_sayin
         assert f"gen_ai.event.content {why}" in reason, reason
 
 
+def test_message_events_written_as_json_in_the_events_attribute_are_read_as_span_events() -> None:
+    """pydantic-ai (InstrumentationSettings(version=1)) and logfire (event_mode='attributes')
+    write the message events as a JSON list in the "events" attribute, each event's name
+    under "event.name"; an "events" attribute that holds no message events is another
+    instrumentation's, and is left alone."""
+    written = [
+        {"event.name": "gen_ai.system.message", "role": "system", "content": SYSTEM},
+        {
+            "event.name": "gen_ai.user.message",
+            "role": "user",
+            "content": USER,
+            "gen_ai.message.index": 0,
+        },
+        {
+            "event.name": "gen_ai.choice",
+            "index": 0,
+            "message": {"role": "assistant", "tool_calls": [openai_call(LOOKUP)]},
+        },
+    ]
+    found = read(span({"gen_ai.operation.name": "chat", "events": json.dumps(written)}))
+
+    assert (found.convention, found.input_count) == ("events", 2)
+    assert sent(stored(found.messages))[:2] == [
+        ("system", SYSTEM, None, None),
+        ("user", USER, None, None),
+    ]
+    assert found.outputs[0]["parts"] == [
+        {"type": "tool_call", "id": LOOKUP[0], "name": LOOKUP[1], "arguments": LOOKUP[2]}
+    ]
+    for other in ("[1, 2]", "not json", json.dumps([{"event.name": "retry"}])):
+        assert model_call(span({"gen_ai.operation.name": "chat", "events": other})) is None
+    broken = [{"event.name": "gen_ai.choice", "message": 7}]
+    reason = refused(span({"gen_ai.operation.name": "chat", "events": json.dumps(broken)}))
+    assert "the attribute 'events'[0] (gen_ai.choice).message must be an object" in reason, reason
+
+
 def test_openinference_contents_and_a_legacy_function_call_are_read() -> None:
     found = read(
         span(

@@ -10,7 +10,9 @@ conversations on spans its instrumentation wrote them. Read in the first of thes
    1.28 to 1.36), their bodies flattened into the event's attributes (``content``,
    ``role``, ``id``, ``tool_calls``, ``message``, ``finish_reason``, ``index``; dotted keys
    such as ``message.content`` are read as the nested body), or written whole as JSON text
-   in ``gen_ai.event.content`` (azure-ai-inference, Semantic Kernel);
+   in ``gen_ai.event.content`` (azure-ai-inference, Semantic Kernel); the same events
+   written as a JSON list in the span's ``events`` attribute, each named by its
+   ``event.name`` (pydantic-ai's ``version=1``, logfire's ``event_mode='attributes'``);
 3. ``openinference``: ``llm.input_messages.N.message.*`` and ``llm.output_messages.N.message.*``;
 4. ``openllmetry``: ``gen_ai.prompt.N.*`` and ``gen_ai.completion.N.*``.
 
@@ -67,6 +69,9 @@ BODY_KEYS = frozenset(
     {"content", "role", "id", "tool_call_id", "tool_calls", "message", "finish_reason", "index"}
 )
 """The keys of a message event's body, flattened into its attributes."""
+EVENTS_ATTRIBUTE = "events"
+"""Where pydantic-ai (``version=1``) and logfire (``event_mode='attributes'``) write the
+message events, as a JSON list."""
 EVENT_CONTENT = "gen_ai.event.content"
 """Where azure-ai-inference and Semantic Kernel write an event's whole body, as JSON text."""
 OPENINFERENCE = ("llm.input_messages.", "llm.output_messages.")
@@ -129,11 +134,11 @@ def content(span: Span) -> Content | None:
         where = f"events[{place}] ({DETAILS}): "
         return _semconv(event.attributes, where, {**event.attributes, **attributes})
     events = [
-        (place, event)
+        (f"events[{place}] ({event.name})", event)
         for place, event in enumerate(span.events)
         if event.name in MESSAGE_EVENTS or event.name == CHOICE
     ]
-    if events:
+    if events or (events := _events_attribute(attributes)):
         return _event_form(events, attributes)
     found = {prefix for key in attributes for prefix in FLATTENED if key.startswith(prefix)}
     if not found.isdisjoint(OPENINFERENCE):
@@ -265,11 +270,36 @@ def _instructions(value: object, where: str) -> list[Any]:
 # Convention 2: message events (semconv 1.28 to 1.36) on the span.
 
 
-def _event_form(events: list[tuple[int, SpanEvent]], attributes: dict[str, Any]) -> Content:
+def _events_attribute(attributes: dict[str, Any]) -> list[tuple[str, SpanEvent]]:
+    """The message events written as a JSON list in the span's ``events`` attribute, each
+    event's name under ``event.name`` (pydantic-ai's ``InstrumentationSettings(version=1)``,
+    logfire's ``event_mode='attributes'``), with where each is; none when the attribute
+    holds no message events (it is another instrumentation's, and left alone)."""
+    written = attributes.get(EVENTS_ATTRIBUTE)
+    if not isinstance(written, str) or not written.lstrip().startswith("["):
+        return []
+    try:
+        held = _json(written, EVENTS_ATTRIBUTE)
+    except Refused:
+        return []
+    if not isinstance(held, list):
+        return []
+    return [
+        (
+            f"the attribute {EVENTS_ATTRIBUTE!r}[{place}] ({name})",
+            SpanEvent(name, 0, {k: v for k, v in item.items() if k != "event.name"}),
+        )
+        for place, item in enumerate(held)
+        if isinstance(item, dict)
+        and isinstance(name := item.get("event.name"), str)
+        and (name in MESSAGE_EVENTS or name == CHOICE)
+    ]
+
+
+def _event_form(events: list[tuple[str, SpanEvent]], attributes: dict[str, Any]) -> Content:
     inputs: list[RawMessage] = []
     choices: list[tuple[int, int, RawMessage]] = []
-    for place, event in events:
-        where = f"events[{place}] ({event.name})"
+    for where, event in events:
         if EVENT_CONTENT in event.attributes:
             body = _event_content(event.attributes[EVENT_CONTENT], f"{where} {EVENT_CONTENT}")
         else:
