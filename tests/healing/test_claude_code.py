@@ -1595,3 +1595,45 @@ def test_fixture_lines_with_values_of_other_types_are_read_or_refused_and_writte
         again = read_text(written)
         assert unanswered(again) == []
         assert accepted(again) or not accepted(healed)
+
+
+# From the bug hunt: the API has answered several requests in a row with one message id
+# (anthropics/claude-code#64880); each line of one response carries that response's requestId.
+
+
+def separate_response(identity: str, parent: str, request: str, call: str) -> str:
+    message = {"id": "msg_018fjz", "role": "assistant", "content": [tool_use(call)]}
+    return event("assistant", identity, parent, {"message": message, "requestId": request})
+
+
+SAME_MESSAGE_ID = [
+    prompt("u1", None, "Run three commands."),
+    separate_response("a1", "u1", "req_011A", "T1"),
+    answer("r1", "a1", result("T1")),
+    separate_response("a2", "r1", "req_011B", "T2"),
+    answer("r2", "a2", result("T2")),
+    separate_response("a3", "r2", "req_011C", "T3"),  # the crash: no result
+]
+
+
+def test_responses_of_separate_requests_sharing_a_message_id_are_separate_turns() -> None:
+    found = read_text("\n".join(SAME_MESSAGE_ID) + "\n")
+
+    assert [m.role for m in found] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert unanswered(found) == ["T3"]
+
+
+def test_healing_such_a_session_keeps_its_parent_chain() -> None:
+    [converted] = read(parse_lines("\n".join(SAME_MESSAGE_ID) + "\n")).conversations
+
+    written = write_native(heal(messages_of(converted)), converted.metadata)
+
+    parents = {line["uuid"]: line["parentUuid"] for line in lines_of(written)}
+    assert (parents["a2"], parents["r1"], parents["a3"]) == ("r1", "a1", "r2")

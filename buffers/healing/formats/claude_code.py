@@ -15,20 +15,23 @@ event before it, ``null`` at a root), ``isSidechain``, ``sessionId``, ``timestam
 
 - An assistant response is written one content block per line, every line with the same
   ``message.id``: consecutive lines with the same ``message.id`` are one assistant row;
-  tool results (or bookkeeping) between them do not end it, since newer versions write
-  a quick tool's result before the response's next block, a user message or another
-  response does. Its blocks are read as ``anthropic`` reads an assistant message's
-  (``read_tool_use`` for calls): text blocks are the content, ``tool_use`` blocks
-  canonical calls (``arguments`` the JSON text of ``input``), thinking blocks and an
-  order other than text-then-calls stay in ``metadata.anthropic.layout``, so that the
-  Anthropic export sends them back in order (a response of server tool blocks only,
-  ``server_tool_use`` and its ``web_search_tool_result`` or ``advisor_tool_result``, has
-  no content: its blocks are all in the layout). ``facts``: ``time`` the first line's
+  tool results (or bookkeeping) between them do not end it, since newer versions write a
+  quick tool's result before the response's next block, a user message or another response
+  does. Another response is also a line of the same ``message.id`` and another
+  ``requestId``: the API has answered several requests in a row with one message id
+  (anthropics/claude-code#64880), each sent the results of the one before, and every line
+  of one response carries its request's id. Its blocks are read as ``anthropic`` reads an
+  assistant message's (``read_tool_use`` for calls): text blocks are the content,
+  ``tool_use`` blocks canonical calls (``arguments`` the JSON text of ``input``), thinking
+  blocks and an order other than text-then-calls stay in ``metadata.anthropic.layout``, so
+  that the Anthropic export sends them back in order (a response of server tool blocks
+  only, ``server_tool_use`` and its ``web_search_tool_result`` or ``advisor_tool_result``,
+  has no content: its blocks are all in the layout). ``facts``: ``time`` the first line's
   timestamp, ``model`` its model (not ``<synthetic>``), and, once per ``message.id``,
-  ``usage`` from the last line (the earlier ones repeat the stream's start:
-  ``input`` counts every input token, cache reads and writes included, as OpenAI's
-  ``prompt_tokens`` does, ``cached`` the cache reads, ``output``) and ``finish_reason``
-  its last ``stop_reason`` that is not null.
+  ``usage`` from the last line (the earlier ones repeat the stream's start: ``input``
+  counts every input token, cache reads and writes included, as OpenAI's ``prompt_tokens``
+  does, ``cached`` the cache reads, ``output``) and ``finish_reason`` its last
+  ``stop_reason`` that is not null.
 - A ``user`` event's ``tool_result`` blocks are tool rows (``tool_call_id`` the block's
   ``tool_use_id``, ``is_error`` kept), results first; its other blocks, or its string
   content, a user row after them. The results of a turn come right after it, even when
@@ -262,6 +265,10 @@ class _Turn:
     """An assistant response being read, line by line."""
 
     id: str | None
+    request: str | None
+    """The line's ``requestId``: the API has answered several requests in a row with one
+    message id (anthropics/claude-code#64880), and every line of one response carries its
+    request's id."""
     row: Row
     time: object
     texts: list[Any] = field(default_factory=list)
@@ -270,6 +277,14 @@ class _Turn:
     model: str | None = None
     usage: object = None
     stop: object = None
+
+    def continued_by(self, message_id: str | None, request: str | None) -> bool:
+        """Whether a line of this message id and request id is more of this response."""
+        return (
+            message_id is not None
+            and message_id == self.id
+            and (request is None or self.request is None or request == self.request)
+        )
 
 
 class _Builder:
@@ -323,11 +338,13 @@ class _Builder:
         message_id = message.get("id")
         if not isinstance(message_id, str):
             message_id = None
+        request = value.get("requestId")
+        request = request if isinstance(request, str) else None
         turn = self.turn
-        if turn is None or message_id is None or turn.id != message_id:
+        if turn is None or not turn.continued_by(message_id, request):
             self.close()
             new: Row = {"role": "assistant", "content": None, "metadata": {}}
-            turn = self.turn = _Turn(message_id, new, value.get("timestamp"))
+            turn = self.turn = _Turn(message_id, request, new, value.get("timestamp"))
             self.rows.append(turn.row)
             self.start(turn.row, value, number)
         else:
