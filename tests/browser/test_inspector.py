@@ -211,3 +211,27 @@ def test_the_gap_above_a_tail_loads_on_a_click_and_keeps_the_rows_in_order(
     expect(page.locator("#m-122")).to_contain_text("And now?")
     ids = page.locator("#messages article").evaluate_all("rows => rows.map(r => r.id)")
     assert ids == [f"m-{n}" for n in range(53, 123)]
+
+
+def test_a_double_clicked_send_appends_the_turn_once_and_logs_no_error(
+    page: Page, live_server: LiveServer
+) -> None:
+    """The second click used to abort the first request (hx-sync replace), which htmx logs
+    as a console error; the button is disabled while its write is on its way."""
+    conversation = store([user("hello")])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    posts: list[str] = []
+    page.on("request", lambda sent: posts.append(sent.url) if sent.method == "POST" else None)
+
+    page.get_by_label("Your turn").fill("Only once")
+    page.get_by_role("button", name="Send user turn").dblclick()
+
+    expect(page.locator("#m-1")).to_contain_text("Only once")
+    expect(page.get_by_label("Your turn")).to_have_value("")
+    expect(page.get_by_role("button", name="Send user turn")).to_be_enabled()
+    expect(page.locator("article.message")).to_have_count(2)
+    page.evaluate("0")  # a second request, had one gone, has been reported by now
+    assert len(posts) == 1
+    expect(page.get_by_role("alert")).to_have_count(0)
+    conversation.refresh_from_db()
+    assert conversation.message_count == 2

@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 from pytest_django.live_server_helper import LiveServer
 
 from tests.buffers import result, store, user
@@ -20,6 +20,28 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def haystack(length: int, needles: dict[int, str]) -> list[dict[str, object]]:
     return [user(needles.get(n, f"hay bale {n}")) for n in range(length)]
+
+
+def hold(page: Page, pattern: str) -> list[Route]:
+    """The page's requests whose URL matches ``pattern``, held until the test lets each go
+    on (``route.continue_()``)."""
+    held: list[Route] = []
+
+    def keep(route: Route) -> None:
+        held.append(route)
+
+    page.route(re.compile(pattern), keep)
+    return held
+
+
+def wait_until_held(page: Page, held: list[Route]) -> None:
+    """Until the page's request reaches the route that holds it (each round trip to the
+    page lets Playwright hand it over)."""
+    for _ in range(200):
+        if held:
+            return
+        page.evaluate("0")
+    raise AssertionError("the request was never made")
 
 
 def mark_page(page: Page) -> None:
@@ -278,3 +300,27 @@ def test_a_hit_on_a_tools_name_marks_the_name_in_its_call_and_only_there(
 
     expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
     expect(page.locator("#m-1 mark.search-word:visible")).to_have_text(["call"])
+
+
+def test_a_search_sent_while_a_key_s_load_is_on_its_way_waits_for_it_and_the_keys_go_on(
+    page: Page, live_server: LiveServer
+) -> None:
+    """The search used to abort the load j started (a console error), and j and k then
+    did nothing until a reload: the load's end never came."""
+    conversation = store(haystack(300, {10: "a needle", 150: "another needle"}))
+    held = hold(page, r"/messages\?")
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    page.locator("#m-49").evaluate("m => { m.tabIndex = -1; m.focus({preventScroll: true}); }")
+    page.keyboard.press("j")
+    wait_until_held(page, held)
+
+    field = page.locator("#conversation-search-q")
+    field.fill("needle")
+    field.press("Enter")
+    held[0].continue_()
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 2")
+    expect(page.locator("#m-10")).to_have_class(re.compile(r"\bsearch-hit\b"))
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    expect(page.locator("#m-11")).to_be_focused()
