@@ -124,9 +124,23 @@
       return;
     }
     if (!box || pending) return;
-    pending = {elt: box, index: index, url: path + "#m-" + index, search: "?at=" + index};
-    loadWindow(box, path);
+    start({elt: box, index: index, url: path + "#m-" + index, search: "?at=" + index}, function () {
+      loadWindow(box, path);
+    });
   }
+
+  // ``load`` sends the request ``waited`` names, as the load the keys wait for. htmx may
+  // drop it (another request on #buffer is on its way) and say nothing: then nothing is
+  // waited for, and the next key asks again.
+  function start(waited, send) {
+    pending = waited;
+    send();
+    if (pending === waited && !waited.sent) pending = null;
+  }
+
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    if (pending && swappedBy(event, pending.elt)) pending.sent = true;
+  });
 
   // The window of the page at ``url`` in place of the one shown (``pending`` says why).
   function loadWindow(box, url) {
@@ -153,13 +167,14 @@
 
   function load(loader, here, delta) {
     if (pending || !window.htmx) return;
-    pending = {elt: loader, index: indexOf(here) + delta, from: indexOf(here), delta: delta};
-    if ((loader.getAttribute("hx-trigger") || "").indexOf("revealed") !== -1) {
-      loader.setAttribute("data-hx-revealed", "true"); // htmx's own scroll check would ask again
-      window.htmx.trigger(loader, "revealed");
-    } else {
-      loader.click();
-    }
+    start({elt: loader, index: indexOf(here) + delta, from: indexOf(here), delta: delta}, function () {
+      if ((loader.getAttribute("hx-trigger") || "").indexOf("revealed") !== -1) {
+        loader.setAttribute("data-hx-revealed", "true"); // htmx's own scroll check would ask again
+        window.htmx.trigger(loader, "revealed");
+      } else {
+        loader.click();
+      }
+    });
   }
 
   // j / k: the next or previous message, loading the next page when the window ends there.
@@ -349,8 +364,9 @@
     var box = messagesBox();
     var search = window.location.search;
     if (!box || !window.htmx || pending || search === windowSearch) return;
-    pending = {elt: box, index: -1, search: search};
-    loadWindow(box, window.location.pathname + search);
+    start({elt: box, index: -1, search: search}, function () {
+      loadWindow(box, window.location.pathname + search);
+    });
   });
   document.addEventListener("DOMContentLoaded", function () {
     openLinkedMessage(null);
@@ -539,11 +555,12 @@
     if (article) goTo(article);
   });
 
+  // The load ended without its swap (refused, lost, aborted, nothing to swap): nothing is
+  // waited for any more. After a swap, pending is already done with.
   function dropPending(event) {
     if (pending && swappedBy(event, pending.elt)) pending = null;
   }
-  document.body.addEventListener("htmx:responseError", dropPending);
-  document.body.addEventListener("htmx:sendError", dropPending);
+  document.body.addEventListener("htmx:afterRequest", dropPending);
   document.body.addEventListener("htmx:swapError", dropPending);
 
   // ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
+from tests.browser.holding import hold, wait_until_held
 from tests.buffers import assistant, result, store, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -274,3 +275,31 @@ def test_back_to_the_address_the_page_opened_at_shows_its_window_again(
     expect(page.locator(f"#{first}")).to_be_attached()
     expect(page.locator("#m-150")).to_have_count(0)
     assert still_same_page(page)
+
+
+def test_a_key_s_load_dropped_while_a_search_is_on_its_way_leaves_the_keys_working(
+    page: Page, live_server: LiveServer
+) -> None:
+    """htmx drops the page k asks for while a search is on its way, and says nothing of
+    it: the keys waited for that load's end, and did nothing until a reload."""
+    messages = [user(f"message {n}") for n in range(300)]
+    messages[10] = user("a needle")
+    messages[150] = user("another needle")
+    conversation = store(messages)
+    held = hold(page, r"/search\?")
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=100#m-100")
+    field = page.locator("#conversation-search-q")
+    field.fill("needle")
+    field.press("Enter")
+    wait_until_held(page, held)
+
+    page.keyboard.press("Escape")
+    page.evaluate("flowdrop.goTo(document.querySelector('#messages article'))")
+    page.keyboard.press("k")  # its page is dropped: the search is on its way
+    held[0].continue_()
+
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 2")
+    page.keyboard.press("Escape")
+    page.evaluate("flowdrop.goTo(document.querySelector('.search-hit'))")
+    page.keyboard.press("j")
+    expect(page.locator("#m-11")).to_be_focused()

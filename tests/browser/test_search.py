@@ -10,9 +10,10 @@ import re
 import unicodedata
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
+from tests.browser.holding import hold, wait_until_held
 from tests.buffers import result, store, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -20,28 +21,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def haystack(length: int, needles: dict[int, str]) -> list[dict[str, object]]:
     return [user(needles.get(n, f"hay bale {n}")) for n in range(length)]
-
-
-def hold(page: Page, pattern: str) -> list[Route]:
-    """The page's requests whose URL matches ``pattern``, held until the test lets each go
-    on (``route.continue_()``)."""
-    held: list[Route] = []
-
-    def keep(route: Route) -> None:
-        held.append(route)
-
-    page.route(re.compile(pattern), keep)
-    return held
-
-
-def wait_until_held(page: Page, held: list[Route]) -> None:
-    """Until the page's request reaches the route that holds it (each round trip to the
-    page lets Playwright hand it over)."""
-    for _ in range(200):
-        if held:
-            return
-        page.evaluate("0")
-    raise AssertionError("the request was never made")
 
 
 def mark_page(page: Page) -> None:
