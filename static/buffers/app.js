@@ -194,7 +194,10 @@
     }
     var neighbour = list[list.indexOf(here) + delta] || null;
     var loader = loaderBetween(here, neighbour, delta);
-    if (loader) load(loader, here, delta);
+    // Back from a tail across the gap above it: its "Load more" loads the page after the
+    // window, far above; the message just above opens its own window.
+    if (loader && delta < 0 && loader.matches(".load-later")) openMessage(indexOf(here) - 1);
+    else if (loader) load(loader, here, delta);
     else if (neighbour) goTo(neighbour);
   }
 

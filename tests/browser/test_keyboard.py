@@ -303,3 +303,29 @@ def test_a_key_s_load_dropped_while_a_search_is_on_its_way_leaves_the_keys_worki
     page.evaluate("flowdrop.goTo(document.querySelector('.search-hit'))")
     page.keyboard.press("j")
     expect(page.locator("#m-11")).to_be_focused()
+
+
+def test_k_from_the_first_row_of_the_tail_goes_to_the_message_just_above_it(
+    page: Page, live_server: LiveServer
+) -> None:
+    """After a write mid-buffer the page shows the window, a gap, and the tail. The gap's
+    "Load more" loads the page after the window: k from the tail took it, and landed on
+    that page's last row, 150 messages above."""
+    messages = [user(f"message {n}") for n in range(300)]
+    messages[60] = assistant("c60")
+    conversation = store(messages)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=58#m-60")
+    page.get_by_label("Your turn").fill("Still there?")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#m-301")).to_be_in_viewport()
+    expect(page.locator("#m-300")).to_have_count(0)  # the gap: 104 to 300
+
+    page.keyboard.press("Escape")
+    page.evaluate("flowdrop.goTo(document.getElementById('m-301'))")
+    page.keyboard.press("k")
+
+    expect(page.locator("#m-300")).to_be_focused()
+    expect(page.locator("#m-300")).to_contain_text("message 299")
+    expect(page.locator("#m-300")).to_be_in_viewport()
+    page.keyboard.press("k")
+    expect(page.locator("#m-299")).to_be_focused()
