@@ -105,8 +105,10 @@
   var windowSearch = window.location.search;
 
   // Message ``index``: there if loaded, else the window around it (the page ?at=index, its
-  // messages swapped in by htmx), else a notice when the buffer has no such message.
-  function openMessage(index) {
+  // messages swapped in by htmx), else a notice when the buffer has no such message. A link
+  // followed (``followed``) adds the window's address to the history, as the browser's own
+  // jump to a loaded message does; the keys replace it.
+  function openMessage(index, followed) {
     var article = loadedMessage(index);
     if (article) {
       goTo(article);
@@ -124,7 +126,8 @@
       return;
     }
     if (!box || pending) return;
-    start({elt: box, index: index, url: path + "#m-" + index, search: "?at=" + index}, function () {
+    var waited = {elt: box, index: index, url: path + "#m-" + index, search: "?at=" + index, push: followed};
+    start(waited, function () {
       loadWindow(box, path);
     });
   }
@@ -310,7 +313,7 @@
     // A plain #m-N to a loaded message: the browser's own jump (hashchange does the rest).
     if (target.sameSearch && loadedMessage(target.index)) return;
     event.preventDefault();
-    openMessage(target.index);
+    openMessage(target.index, true);
   });
 
   // The summary's "next" link of a kind of problem: the server finds the next message with
@@ -329,7 +332,7 @@
     askNextOfKind(link, from)
       .then(function (index) {
         if (index === null) say("This conversation has no such problem now.");
-        else openMessage(index);
+        else openMessage(index, true);
       })
       .catch(function () {
         window.location.assign(link.href); // the page opened there, without the script
@@ -546,7 +549,8 @@
     if (!pending || !swappedBy(event, pending.elt)) return;
     var done = pending;
     pending = null;
-    if (done.url) history.replaceState(history.state, "", done.url);
+    if (done.url && done.push) history.pushState(null, "", done.url);
+    else if (done.url) history.replaceState(history.state, "", done.url);
     if (done.search !== undefined) windowSearch = done.search;
     var article = loadedMessage(done.index);
     if (!article && done.delta) {

@@ -329,3 +329,32 @@ def test_k_from_the_first_row_of_the_tail_goes_to_the_message_just_above_it(
     expect(page.locator("#m-300")).to_be_in_viewport()
     page.keyboard.press("k")
     expect(page.locator("#m-299")).to_be_focused()
+
+
+def test_back_after_a_link_opened_a_message_outside_the_window_returns_to_the_window_left(
+    page: Page, live_server: LiveServer
+) -> None:
+    """A link to a loaded message adds an entry to the history (the browser's own jump);
+    one to a message outside the window replaced the entry, so Back left the conversation."""
+    messages = [user(f"message {n}") for n in range(200)]
+    messages[10] = assistant("c10")
+    messages[150] = assistant("c150")
+    conversation = store(messages)
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(f"{live_server.url}/")
+    page.goto(url)
+    mark_page(page)
+
+    page.locator("#m-10").get_by_role("link", name="next problem").click()
+    expect(page.locator("#m-150")).to_be_focused()
+    expect(page).to_have_url(f"{url}?at=150#m-150")
+
+    page.go_back()
+
+    expect(page).to_have_url(url)
+    expect(page.locator("#m-10")).to_be_attached()
+    expect(page.locator("#m-150")).to_have_count(0)
+    assert still_same_page(page)
+    page.go_forward()
+    expect(page.locator("#m-150")).to_be_in_viewport()
+    expect(page).to_have_url(f"{url}?at=150#m-150")
