@@ -613,6 +613,39 @@
     }
   });
 
+  // The rows a write put in mid-buffer (healed placeholders), as the messages it swapped in
+  // say: their new indexes, in order (the page may not show them).
+  function insertedRows() {
+    var written = document.querySelector("#messages .rows-inserted");
+    return written ? written.getAttribute("data-indexes").split(" ").map(Number) : [];
+  }
+
+  // The index a message of the page before the write has now: one more for each row the
+  // write inserted at or before it.
+  function shifted(index, inserted) {
+    inserted.forEach(function (at) { if (at <= index) index += 1; });
+    return index;
+  }
+
+  // After a write that put rows in before the reader's message: the keys, the address and
+  // the highlight follow the message to its new index.
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    var used = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!isAppendForm(used) || event.target !== messagesBox()) return;
+    var inserted = insertedRows();
+    if (!inserted.length) return;
+    var named = /^#m-(\d+)$/.exec(window.location.hash);
+    if (named) {
+      var url = new URL(window.location.href);
+      url.hash = "m-" + shifted(Number(named[1]), inserted);
+      history.replaceState(history.state, "", url.href);
+    }
+    if (lastIndex !== null) lastIndex = shifted(lastIndex, inserted);
+    var at = lastIndex !== null ? lastIndex : named ? shifted(Number(named[1]), inserted) : null;
+    var article = at === null ? null : loadedMessage(at);
+    if (article) markTarget(article);
+  });
+
   // A write the server refused or could not take (a stale CSRF token, a busy buffer, a
   // lost connection): say so where reports go, instead of failing silently.
   function reportFailure(event) {
@@ -678,5 +711,7 @@
   }
 
   // For the other scripts (search opens a hit's window the same way).
-  window.flowdrop = {openMessage: openMessage, goTo: goTo, place: place};
+  window.flowdrop = {
+    openMessage: openMessage, goTo: goTo, place: place, insertedRows: insertedRows, shifted: shifted
+  };
 })();

@@ -122,14 +122,6 @@
     return Boolean(element && element.id === "messages");
   }
 
-  // The index a message of the page before the write has now: one more for each row the
-  // write inserted at or before it (``inserted``: their new indexes, in order, from the
-  // server: the page may not show them).
-  function shifted(index, inserted) {
-    inserted.forEach(function (at) { if (at <= index) index += 1; });
-    return index;
-  }
-
   document.body.addEventListener("htmx:beforeSwap", function (event) {
     var used = event.detail.requestConfig && event.detail.requestConfig.elt;
     if (!used || !used.matches || !used.matches(".append-form")) return;
@@ -142,11 +134,11 @@
     if (!leftAs || !isMessages(event.detail.target)) return;
     var views = leftAs;
     leftAs = null;
-    // All of them, loaded or not: a row put in before the window moves it too.
-    var written = document.querySelector("#messages .rows-inserted");
-    var inserted = written ? written.getAttribute("data-indexes").split(" ").map(Number) : [];
+    // Each at its index after the rows the write put in (app.js reads them), loaded or
+    // not: a row put in before the window moves it too.
+    var inserted = window.flowdrop.insertedRows();
     views.forEach(function (view) {
-      var message = document.getElementById("m-" + shifted(view.index, inserted));
+      var message = document.getElementById("m-" + window.flowdrop.shifted(view.index, inserted));
       if (message) restore(message, view);
     });
   });

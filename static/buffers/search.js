@@ -143,6 +143,24 @@
     if (window.flowdrop) window.flowdrop.place(article); // j and k go on from the hit
   });
 
+  // A write that put rows in before the hit moved it down: the search goes on from it, at
+  // its new index, highlighted again (the write redrew the messages).
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    var used = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!used || !used.matches || !used.matches(".append-form")) return;
+    if (!event.target || event.target.id !== "messages" || !window.flowdrop) return;
+    var inserted = window.flowdrop.insertedRows();
+    var count = document.querySelector("#search-state .search-count");
+    var from = document.querySelector("#search-state input[name=from]");
+    if (inserted.length && count && count.dataset.hit !== "") {
+      count.dataset.hit = String(window.flowdrop.shifted(Number(count.dataset.hit), inserted));
+    }
+    if (inserted.length && from && from.value !== "") {
+      from.value = String(window.flowdrop.shifted(Number(from.value), inserted));
+    }
+    markHit();
+  });
+
   // Arriving at a hit (a snippet's link): the browser has scrolled to the message's top;
   // when the word is further down, to the word.
   window.addEventListener("load", function () {

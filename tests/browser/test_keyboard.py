@@ -358,3 +358,35 @@ def test_back_after_a_link_opened_a_message_outside_the_window_returns_to_the_wi
     page.go_forward()
     expect(page.locator("#m-150")).to_be_in_viewport()
     expect(page).to_have_url(f"{url}?at=150#m-150")
+
+
+def test_after_a_write_put_a_row_in_above_the_reader_the_keys_go_on_from_the_same_message(
+    page: Page, live_server: LiveServer
+) -> None:
+    """Healing put a placeholder in before the message the reader was at: it is one
+    further down now, and the keys, the address and the highlight follow it."""
+    conversation = store(
+        [
+            user("start"),
+            user("more"),
+            assistant("c1"),
+            *(user(f"message {n}") for n in range(3, 13)),
+        ]
+    )
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(f"{url}#m-8")
+    page.keyboard.press("j")
+    expect(page.locator("#m-9")).to_be_focused()
+    expect(page.locator("#m-9")).to_contain_text("message 9")
+
+    page.get_by_label("Your turn").fill("Go on")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#report")).to_contain_text("Healed")
+
+    expect(page).to_have_url(f"{url}#m-10")
+    expect(page.locator("#m-10")).to_have_class(re.compile(r"\bis-target\b"))
+    expect(page.locator("#messages .is-target")).to_have_count(1)
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    expect(page.locator("#m-11")).to_be_focused()
+    expect(page.locator("#m-11")).to_contain_text("message 10")

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
 from tests.browser.holding import hold, wait_until_held
-from tests.buffers import result, store, user
+from tests.buffers import assistant, result, store, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -303,3 +303,36 @@ def test_a_search_sent_while_a_key_s_load_is_on_its_way_waits_for_it_and_the_key
     page.keyboard.press("Escape")
     page.keyboard.press("j")
     expect(page.locator("#m-11")).to_be_focused()
+
+
+def test_after_a_write_put_a_row_in_above_the_hit_the_search_goes_on_from_the_same_hit(
+    page: Page, live_server: LiveServer
+) -> None:
+    """Healing put a placeholder in before the hit: the hit is one further down now, and
+    Enter goes on to the next one, not to the same hit again."""
+    conversation = store(
+        [
+            user("start"),
+            user("more"),
+            assistant("c1"),
+            *(user("a needle" if n in (6, 9) else f"turn {n}") for n in range(3, 13)),
+        ]
+    )
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    field = page.locator("#conversation-search-q")
+    count = page.locator("#search-state .search-count")
+    field.fill("needle")
+    field.press("Enter")
+    expect(count).to_have_text("1 of 2")
+    expect(page.locator("#m-6")).to_have_class(re.compile(r"\bsearch-hit\b"))
+
+    page.get_by_label("Your turn").fill("Go on")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#report")).to_contain_text("Healed")
+
+    expect(page.locator("#m-7")).to_have_class(re.compile(r"\bsearch-hit\b"))
+    expect(page.locator("#m-7 mark.search-word:visible")).to_have_text(["needle"])
+    expect(page.locator(".search-hit")).to_have_count(1)
+    field.press("Enter")
+    expect(count).to_have_text("2 of 2")
+    expect(page.locator("#m-10")).to_have_class(re.compile(r"\bsearch-hit\b"))
