@@ -186,7 +186,7 @@ def test_structured_content_and_call_arguments_read_as_text_and_pretty_json(
 
     html = article(client.get(f"/c/{conversation.pk}/").text, 0)
 
-    assert '<div class="text">Checking.</div>' in html
+    assert '<div class="text" dir="auto">Checking.</div>' in html
     assert "&quot;type&quot;: &quot;image_url&quot;" in html
     assert "weather" in html
     assert "{\n  &quot;city&quot;: &quot;Paris&quot;\n}" in html

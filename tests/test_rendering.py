@@ -312,8 +312,9 @@ def test_user_and_assistant_text_render_as_markdown_and_keep_their_text(client: 
     html = client.get(f"/c/{conversation.pk}/").text
 
     asked = article(html, 0)
-    assert '<div class="md"><p>Please <strong>fix</strong> <code>main.py</code></p>' in asked
-    assert '<div class="text">Please **fix** `main.py`</div>' in asked  # shown "as text"
+    rendered = '<div class="md" dir="auto"><p>Please <strong>fix</strong> <code>main.py</code></p>'
+    assert rendered in asked
+    assert '<div class="text" dir="auto">Please **fix** `main.py`</div>' in asked  # shown "as text"
     assert '<button type="button" class="as-text" aria-pressed="false">As text</button>' in asked
     answered = article(html, 1)
     assert "<pre><code>x = 1\n</code></pre>" in answered
@@ -348,12 +349,12 @@ def test_tool_results_and_system_text_stay_text_and_json_results_are_indented(
 
     html = client.get(f"/c/{conversation.pk}/").text
 
-    assert '<div class="text">You are **terse**.</div>' in article(html, 0)
+    assert '<div class="text" dir="auto">You are **terse**.</div>' in article(html, 0)
     assert "<strong>" not in article(html, 0)
     assert 'class="as-text"' not in article(html, 0)
     indented = json.dumps({"city": "Paris", "temps": [1, 2]}, indent=2).replace('"', "&quot;")
     assert f'<pre class="json bounded" tabindex="0">{indented}</pre>' in article(html, 2)
-    assert '<div class="text">**not** markdown</div>' in article(html, 3)
+    assert '<div class="text" dir="auto">**not** markdown</div>' in article(html, 3)
 
 
 def test_call_arguments_and_the_raw_message_scroll_in_bounded_boxes(client: Client) -> None:

@@ -279,3 +279,33 @@ def test_a_write_keeps_each_message_as_left_when_healing_put_a_row_in_before_the
     expect(page.locator("#m-101 .content")).to_contain_text("Turn 98")
     expect(page.locator("#m-101")).to_have_class(re.compile(r"\bas-text\b"))
     expect(page.locator("#m-100")).not_to_have_class(re.compile(r"\bas-text\b"))
+
+
+def test_a_right_to_left_message_reads_right_to_left_and_a_left_to_right_one_left_to_right(
+    page: Page, live_server: LiveServer
+) -> None:
+    """Each message's text takes the direction of its own first strong letter: Hebrew
+    reads from the right, its question mark at the left end of the line, not the right."""
+    conversation = store([user("מה שלומך היום?"), user("How are you?")])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+
+    def direction(selector: str) -> str:
+        return str(page.locator(selector).evaluate("e => getComputedStyle(e).direction"))
+
+    assert direction("#m-0 .md") == "rtl"
+    assert direction("#m-0 .part-md > .text") == "rtl"  # "As text"
+    assert direction("#m-1 .md") == "ltr"
+    assert direction("#m-1 .part-md > .text") == "ltr"
+    where = page.locator("#m-0 .md p").evaluate(
+        """p => {
+            const text = p.firstChild;
+            const left = (at) => {
+                const range = document.createRange();
+                range.setStart(text, at);
+                range.setEnd(text, at + 1);
+                return range.getBoundingClientRect().left;
+            };
+            return {first: left(0), question: left(text.data.indexOf("?"))};
+        }"""
+    )
+    assert where["question"] < where["first"]  # the "?" ends the sentence: at its left
