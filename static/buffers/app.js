@@ -646,6 +646,14 @@
     if (article) markTarget(article);
   });
 
+  // What the report says of a write the server refused, by its status.
+  var REFUSED = {
+    403: "The server refused this: your sign-in or the page may be out of date, or only the owner can drive this conversation. Reload and try again; nothing was written.",
+    // The form's key was spent by a write this page does not show.
+    422: "This page is out of date: its form was sent before. Reload the page and try again; nothing was written.",
+    503: "The conversation is busy. Try again in a moment; nothing was written."
+  };
+
   // A write the server refused or could not take (a stale CSRF token, a busy buffer, a
   // lost connection): say so where reports go, instead of failing silently.
   function reportFailure(event) {
@@ -654,11 +662,8 @@
     if (!report) return;
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
     var line = document.createElement("li");
-    line.textContent = status === 403
-      ? "The server refused this: your sign-in or the page may be out of date, or only the owner can drive this conversation. Reload and try again; nothing was written."
-      : status === 503
-        ? "The conversation is busy. Try again in a moment; nothing was written."
-        : "The server could not take this (" + (status || "no connection") + "); nothing was written.";
+    line.textContent = REFUSED[status] ||
+      "The server could not take this (" + (status || "no connection") + "); nothing was written.";
     var list = document.createElement("ul");
     list.appendChild(line);
     report.replaceChildren(list);

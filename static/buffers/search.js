@@ -169,9 +169,9 @@
     if (place && place !== article && !inView(place)) place.scrollIntoView({block: "center"});
   });
 
-  // htmx keeps a copy of the page for Back and Forward, made from its HTML, where a field's
-  // value is the one first served: the query typed goes into it, so that the page shown
-  // again holds the search to go on from.
+  // htmx keeps a copy of the list for Back and Forward (not of a conversation, which is
+  // reloaded), made from its HTML, where a field's value is the one first served: the query
+  // typed goes into it, so that the page shown again holds the search to go on from.
   document.body.addEventListener("htmx:beforeHistorySave", function () {
     document.querySelectorAll(".search-field").forEach(function (field) {
       field.setAttribute("value", field.value);

@@ -235,3 +235,58 @@ def test_a_double_clicked_send_appends_the_turn_once_and_logs_no_error(
     expect(page.get_by_role("alert")).to_have_count(0)
     conversation.refresh_from_db()
     assert conversation.message_count == 2
+
+
+def test_back_across_a_write_shows_the_buffer_as_it_is_now_and_takes_the_next_turn(
+    page: Page, live_server: LiveServer
+) -> None:
+    """Back to the address before a search showed htmx's copy of the page from before the
+    write that followed: the call unanswered again, and a form holding the key that write
+    had spent, so that the next turn was refused."""
+    conversation = store(
+        [user("start"), assistant("c1", content="calling"), user("a needle"), user("end")]
+    )
+    url = f"{live_server.url}/c/{conversation.pk}/"
+    page.goto(url)
+    field = page.locator("#conversation-search-q")
+    field.fill("needle")
+    field.press("Enter")
+    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+    page.get_by_label("Your turn").fill("one")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#report")).to_contain_text("Healed")
+
+    page.go_back()
+
+    expect(page).to_have_url(url)
+    expect(page.locator("#summary")).to_contain_text("no unanswered calls")
+    expect(page.locator("#m-5")).to_contain_text("one")
+    page.get_by_label("Your turn").fill("two")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#m-6")).to_contain_text("two")
+    expect(page.locator("#report")).to_contain_text("Appended")
+
+
+def test_a_form_whose_key_was_spent_says_to_reload(
+    page: Page, live_server: LiveServer, console_errors: list[str]
+) -> None:
+    """A form that holds the key of a write already made (a page kept from before it) is
+    refused with a 422: the report says to reload, not only that the server could not."""
+    conversation = store([user("hello")])
+    page.goto(f"{live_server.url}/c/{conversation.pk}/")
+    spent = page.locator("#user-form-key").input_value()
+    page.get_by_label("Your turn").fill("one")
+    page.get_by_role("button", name="Send user turn").click()
+    expect(page.locator("#m-1")).to_contain_text("one")
+
+    page.locator("#user-form-key").evaluate("(input, key) => { input.value = key; }", spent)
+    page.get_by_label("Your turn").fill("two")
+    page.get_by_role("button", name="Send user turn").click()
+
+    expect(page.locator("#report")).to_have_text(
+        "This page is out of date: its form was sent before. Reload the page and try again;"
+        " nothing was written."
+    )
+    expect(page.locator("#m-2")).to_have_count(0)
+    assert any("422" in error for error in console_errors)
+    console_errors.clear()
