@@ -16,7 +16,7 @@ from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter, ValidationError
 
 from buffers.healing import parse_messages
-from buffers.healing.formats import Source, otel_genai, write
+from buffers.healing.formats import Source, otel_genai, read, write
 from buffers.healing.sendability import PROVIDERS, check, refused_part
 from tests.buffers import assistant, user
 
@@ -219,3 +219,109 @@ def test_a_tools_list_data_read_from_opentelemetry_exports_as_its_verdict_says(
 
     assert check(messages, provider).accepted
     assert sdk_accepts(write(messages, provider), provider)
+
+
+def _read(document: Any, format: str) -> list[Any]:
+    [conversation] = read(document, format)
+    return parse_messages(conversation.messages)
+
+
+NULL_CONTENT: dict[str, tuple[Any, str]] = {
+    "an Anthropic tool_result without content": (
+        {
+            "messages": [
+                {"role": "user", "content": "look it up"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
+            ]
+        },
+        "anthropic",
+    ),
+    "a stored user message of null content": (
+        {"messages": [{"role": "user", "content": None}, {"role": "assistant", "content": "hi"}]},
+        "openai-chat",
+    ),
+    "a stored system message of null content": (
+        {"messages": [{"role": "system", "content": None}, {"role": "user", "content": "hi"}]},
+        "openai-chat",
+    ),
+    "a Gemini model turn of a thought only": (
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "plan"}]},
+                {"role": "model", "parts": [{"text": "Two steps.", "thought": True}]},
+                {"role": "user", "parts": [{"text": "go on"}]},
+            ]
+        },
+        "gemini",
+    ),
+    "an Anthropic turn of server tool blocks only": (
+        {
+            "messages": [
+                {"role": "user", "content": "search"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "server_tool_use",
+                            "id": "srvtoolu_1",
+                            "name": "web_search",
+                            "input": {"query": "x"},
+                        },
+                        {
+                            "type": "web_search_tool_result",
+                            "tool_use_id": "srvtoolu_1",
+                            "content": [],
+                        },
+                    ],
+                },
+                {"role": "user", "content": "ok"},
+            ]
+        },
+        "anthropic",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NULL_CONTENT))
+def test_a_message_without_content_goes_to_openai_chat_with_empty_text_not_null(
+    name: str,
+) -> None:
+    """OpenAI answers "Invalid value for 'content': expected a string, got null" to any
+    message of null content but an assistant turn that makes calls."""
+    document, format = NULL_CONTENT[name]
+    messages = _read(document, format)
+
+    body = write(messages, "openai-chat")
+
+    assert all(m["content"] is not None for m in body["messages"] if "tool_calls" not in m)
+    assert check(messages, "openai-chat").accepted
+    assert sdk_accepts(body, "openai-chat")
+
+
+def test_an_assistant_turn_that_makes_calls_keeps_its_null_content_for_openai_chat() -> None:
+    messages = _read(
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_a",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_a", "content": "done"},
+            ]
+        },
+        "openai-chat",
+    )
+
+    assert write(messages, "openai-chat")["messages"][1]["content"] is None

@@ -30,7 +30,8 @@ What every format shares:
   hold content blocks).
 - OpenAI Chat: ``developer`` is a system row with ``metadata.openai_role``; the legacy
   ``function`` role is refused (it names no call id to pair on). A message without
-  ``content`` reads as null content and is written with ``content: null``.
+  ``content`` reads as null content and is written with ``content: null`` when it is an
+  assistant turn that makes calls, else ``""`` (OpenAI takes null there only).
 - Anthropic: tool results in a user message that come after text are written back
   first, as Anthropic requires.
 

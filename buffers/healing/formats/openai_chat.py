@@ -120,6 +120,8 @@ def write_message(message: Message) -> dict[str, Any]:
         written["tool_calls"] = [tool_call(call) for call in calls]
     else:  # kept as read, ``[]`` is refused: "empty array. Expected ... minimum length 1"
         written.pop("tool_calls", None)
+        if written["content"] is None:  # "Invalid value for 'content': expected a string,
+            written["content"] = ""  # got null": only a turn that makes calls may have none
     return written
 
 
