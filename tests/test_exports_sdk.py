@@ -325,3 +325,83 @@ def test_an_assistant_turn_that_makes_calls_keeps_its_null_content_for_openai_ch
     )
 
     assert write(messages, "openai-chat")["messages"][1]["content"] is None
+
+
+STORED_CALLS: dict[str, dict[str, Any]] = {
+    "without its type": {"id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}},
+    "with its arguments an object": {
+        "id": "call_a",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+    },
+    "without its arguments": {"id": "call_a", "function": {"name": "get_weather"}},
+    "with its name beside the function": {
+        "id": "call_a",
+        "name": "get_weather",
+        "function": {"arguments": "{}"},
+    },
+}
+
+
+def _called(call: dict[str, Any]) -> list[Any]:
+    return parse_messages(
+        [
+            user("weather?"),
+            {"role": "assistant", "content": None, "metadata": {"tool_calls": [call]}},
+            {"role": "tool", "content": "14C", "metadata": {"tool_call_id": "call_a"}},
+        ]
+    )
+
+
+@pytest.mark.parametrize("name", list(STORED_CALLS))
+def test_a_stored_call_goes_to_openai_chat_in_openais_spelling(name: str) -> None:
+    """OpenAI answers "Missing required parameter: 'messages[2].tool_calls[0].type'" to a
+    call sent as it was stored without its type; its types want the function's name and
+    its arguments as JSON text."""
+    messages = _called(STORED_CALLS[name])
+
+    body = write(messages, "openai-chat")
+
+    [call] = body["messages"][1]["tool_calls"]
+    assert call["type"] == "function"
+    assert call["function"]["name"] == "get_weather"
+    assert isinstance(call["function"]["arguments"], str)
+    assert check(messages, "openai-chat").accepted
+    assert sdk_accepts(body, "openai-chat")
+
+
+def test_an_openai_chat_call_read_without_its_type_is_written_with_it() -> None:
+    document = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_a", "content": "14C"},
+        ],
+    }
+    messages = _read(document, "openai-chat")
+
+    body = write(messages, "openai-chat")
+
+    assert body["messages"][1]["tool_calls"][0]["type"] == "function"
+    assert check(messages, "openai-chat").accepted == sdk_accepts(body, "openai-chat")
+
+
+def test_a_stored_calls_own_keys_go_with_it_to_openai_chat() -> None:
+    call = {
+        "id": "call_a",
+        "index": 0,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": "{}", "strict": True},
+        "anthropic": {"cache_control": {"type": "ephemeral"}},
+    }
+
+    [written] = write(_called(call), "openai-chat")["messages"][1]["tool_calls"]
+
+    assert written == {k: v for k, v in call.items() if k != "anthropic"}

@@ -30,6 +30,7 @@ from .common import (
     row,
     storable,
     text_of,
+    without,
     written_id,
 )
 
@@ -146,14 +147,31 @@ def _text_part(part: object) -> dict[str, Any]:
 
 
 def tool_call(call: Call) -> dict[str, Any]:
-    """A declared call in OpenAI's spelling: as stored when it already is (less the other
-    formats' keys), else built from its parts."""
+    """A declared call in OpenAI's spelling, built from its parts (``common.Call``): type
+    ``function``, the function's name and its arguments as JSON text, whatever the stored
+    entry lacks (OpenAI answers "Missing required parameter: '...tool_calls[0].type'" to a
+    call sent as stored without it). A call stored in OpenAI's spelling keeps its other
+    keys, and its function's, less the other formats'."""
     entry = call.entry
-    if isinstance(entry.get("function"), dict) and "id" in entry and "tool_call_id" not in entry:
-        kept = {key: value for key, value in entry.items() if key not in NAMESPACES}
-        return {**kept, "id": written_id(entry["id"])}
+    function = entry.get("function")
+    if not isinstance(function, dict):
+        function, kept = {}, {}
+    else:
+        kept = {key: value for key, value in entry.items() if key not in _CALL_KEYS}
     return {
+        **kept,
         "id": written_id(call.id),
         "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
+        "function": {
+            **without(function, "name", "arguments"),
+            "name": call.name,
+            "arguments": call.arguments,
+        },
     }
+
+
+_CALL_KEYS = frozenset(
+    {"id", "type", "function", "tool_call_id", "name", "arguments", "args", "input", *NAMESPACES}
+)
+"""A stored call's keys that are not its own to send: what its parts are read from
+(``common.Call``), and the other formats'."""
