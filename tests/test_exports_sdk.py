@@ -405,3 +405,27 @@ def test_a_stored_calls_own_keys_go_with_it_to_openai_chat() -> None:
     [written] = write(_called(call), "openai-chat")["messages"][1]["tool_calls"]
 
     assert written == {k: v for k, v in call.items() if k != "anthropic"}
+
+
+def test_a_custom_tool_call_answered_in_a_responses_body_is_accepted_and_typed() -> None:
+    """Kept whole by the Responses reader, it pairs with its own kind of output (an
+    unanswered one is refused: tests/healing/test_sendability.py)."""
+    messages = _read(
+        {
+            "input": [
+                {"role": "user", "content": "patch it"},
+                {
+                    "type": "custom_tool_call",
+                    "id": "ctc_1",
+                    "call_id": "call_1",
+                    "name": "apply_patch",
+                    "input": "*** Begin Patch",
+                },
+                {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Done!"},
+            ]
+        },
+        "openai-responses",
+    )
+
+    assert check(messages, "openai-responses").accepted
+    assert sdk_accepts(write(messages, "openai-responses"), "openai-responses")

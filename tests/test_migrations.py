@@ -45,6 +45,7 @@ refused_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_
 parts_judged_since = importlib.import_module(
     "buffers.migrations.0022_verdicts_of_parts_judged_since"
 )
+kept_client_calls = importlib.import_module("buffers.migrations.0023_verdicts_of_kept_client_calls")
 
 
 @pytest.mark.django_db
@@ -134,6 +135,35 @@ def test_0022_tallies_again_the_conversations_holding_a_list_of_parts() -> None:
     for conversation in (textless, unnamed):
         assert_consistent(conversation)
         assert not Conversation.objects.get(pk=conversation.pk).sendable
+    assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
+
+
+@pytest.mark.django_db
+def test_0023_tallies_again_the_conversations_naming_a_kept_client_call() -> None:
+    """An unanswered custom_tool_call, or an output of one answering nothing, kept whole
+    from a Responses body, was judged accepted when the tally was stored; conversations
+    naming no such item are not read again (one left stale here shows it)."""
+
+    def kept(item: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "metadata": {"responses_item": item}}
+
+    call = {"type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch", "input": ""}
+    output = {"type": "custom_tool_call_output", "call_id": "call_9", "output": "Done!"}
+    unanswered = store([user("patch it"), kept(call), user("well?")])
+    orphan = store([user("patch it"), kept(output)])
+    answered = store([user("patch it"), kept(call), kept(output | {"call_id": "call_1"})])
+    plain = store([user("go"), assistant("c1")], title="plain")
+    Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
+
+    kept_client_calls.tally_again(apps, None)
+
+    for conversation in (unanswered, orphan, answered):
+        assert_consistent(conversation)
+    for conversation in (unanswered, orphan):
+        assert Conversation.objects.get(pk=conversation.pk).tally.rejected_by == [
+            "openai-responses"
+        ]
+    assert Conversation.objects.get(pk=answered.pk).sendable
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 

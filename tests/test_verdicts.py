@@ -90,6 +90,47 @@ def test_a_user_turn_heals_and_the_verdicts_follow() -> None:
     assert after.sendable
 
 
+def kept_item(kind: str, **more: Any) -> dict[str, Any]:
+    item = {"type": kind, "call_id": "call_1", **more}
+    return {"role": "assistant", "content": None, "metadata": {"responses_item": item}}
+
+
+CUSTOM_CALL = kept_item("custom_tool_call", name="apply_patch", input="*** Begin Patch")
+
+
+def test_an_appended_output_of_a_kept_custom_tool_call_makes_responses_accept() -> None:
+    """Such a call is no declared call (healing and the id index do not see it): the
+    Responses verdict pairs it with its output over the whole buffer."""
+    conversation = store([user("patch it"), CUSTOM_CALL])
+    assert stored(conversation).rejected_by == ["openai-responses"]
+
+    append(conversation, kept_item("custom_tool_call_output", output="Done!"))
+
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).sendable
+
+
+def test_an_appended_user_turn_leaves_a_kept_custom_tool_call_unanswered() -> None:
+    conversation = store([user("patch it"), CUSTOM_CALL])
+
+    append(conversation, user("well?"))
+
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).rejected_by == ["openai-responses"]
+
+
+def test_an_appended_kept_custom_tool_call_is_refused_until_its_output_comes() -> None:
+    conversation = store([user("patch it"), assistant(content="on it")])
+
+    append(conversation, CUSTOM_CALL)
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).rejected_by == ["openai-responses"]
+
+    append(conversation, kept_item("custom_tool_call_output", output="Done!"))
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).sendable
+
+
 GEMINI_FILE = {"fileData": {"mimeType": "image/png", "fileUri": "https://x/files/1"}}
 """A file the Gemini API holds: no other provider can be sent it."""
 

@@ -41,6 +41,9 @@ What is checked, and what is not:
   message (``refused_part``). A part of no known family is not judged. Gemini puts a
   tool result's content inside its ``functionResponse.response`` (any JSON), so a tool
   row's parts are not judged for it.
+- OpenAI Responses pairs the client calls its reader keeps whole (``CLIENT_CALLS``:
+  ``custom_tool_call``...) with their own kind of output by ``call_id``, as function
+  calls; healing and the analysis do not see them (they are no declared call).
 - Not checked: alternation of user and assistant turns; Anthropic's own images in an
   assistant message; a provider's own part field by field (an unknown media type).
 """
@@ -53,7 +56,7 @@ from typing import Literal, NamedTuple
 
 from .formats import media
 from .formats.common import joins_results, namespace
-from .ids import declared_calls, result_call_id
+from .ids import declared_calls, result_call_id, usable_id
 from .messages import Message
 
 
@@ -421,12 +424,56 @@ def _adjacent_results(
     return found
 
 
+CLIENT_CALLS: dict[str, str] = {
+    "custom_tool_call": "custom_tool_call_output",
+    "computer_call": "computer_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+}
+"""The Responses items of a call the client runs, other than ``function_call``, each with
+the item of its output: kept whole by the Responses reader (``responses_item``), they pair
+on ``call_id`` as function calls do, each kind with its own kind of output."""
+_OUTPUTS = {output: call for call, output in CLIENT_CALLS.items()}
+
+
+class KeptCall(NamedTuple):
+    """A kept Responses item that is a client call or its output (``CLIENT_CALLS``)."""
+
+    kind: str
+    """The call's item type (an output's call's)."""
+    is_output: bool
+    call_id: str | None
+
+
+def kept_call(message: Message) -> KeptCall | None:
+    """The client call or output a kept Responses item is, with its ``call_id`` (None when
+    it has no usable one; a ``local_shell_call_output`` names its call by ``id``, as the
+    SDK's types spell it); None for any other message."""
+    item = message.metadata.get("responses_item")
+    kind = item.get("type") if isinstance(item, dict) else None
+    if not isinstance(item, dict) or not isinstance(kind, str):
+        return None
+    if kind in CLIENT_CALLS:
+        return KeptCall(kind, False, usable_id(item.get("call_id")))
+    if kind in _OUTPUTS:
+        cid = usable_id(item.get("call_id"))
+        if cid is None and kind == "local_shell_call_output":
+            cid = usable_id(item.get("id"))
+        return KeptCall(_OUTPUTS[kind], True, cid)
+    return None
+
+
 def _results_after_calls(messages: Indexed) -> list[Rejection]:
     """OpenAI Responses: every function call has an output somewhere after it, and every
-    output a call somewhere before it. The first declaration of an id owns it (A4)."""
+    output a call somewhere before it. The first declaration of an id owns it (A4). The
+    same for the client calls kept whole (``CLIENT_CALLS``), each kind apart."""
     found: list[Rejection] = []
     calls: dict[str, tuple[int, bool]] = {}
+    kept_calls: dict[tuple[str, str], tuple[int, bool]] = {}
     for index, message, declared, result, _, _ in messages:
+        if (kept := kept_call(message)) is not None:
+            _pair_kept(index, kept, kept_calls, found)
         if message.role == "assistant":
             found.extend(_unusable_calls(index, declared))
             for _, cid in declared:
@@ -454,7 +501,46 @@ def _results_after_calls(messages: Indexed) -> list[Rejection]:
         for cid, (turn, has_output) in calls.items()
         if not has_output
     )
+    found.extend(
+        Rejection(
+            turn,
+            cid,
+            "unanswered_call",
+            f"the {kind} {cid} at message {turn} has no {CLIENT_CALLS[kind]} after it",
+        )
+        for (kind, cid), (turn, has_output) in kept_calls.items()
+        if not has_output
+    )
     return found
+
+
+def _pair_kept(
+    index: int,
+    kept: KeptCall,
+    calls: dict[tuple[str, str], tuple[int, bool]],
+    found: list[Rejection],
+) -> None:
+    """``_results_after_calls`` for a kept client call or output."""
+    kind, is_output, cid = kept
+    name = CLIENT_CALLS[kind] if is_output else kind
+    if cid is None:
+        reason: RejectionReason = "result_without_id" if is_output else "call_without_id"
+        found.append(
+            Rejection(index, None, reason, f"the {name} at message {index} has no usable call_id")
+        )
+    elif not is_output:
+        calls.setdefault((kind, cid), (index, False))
+    elif (kind, cid) in calls:
+        calls[kind, cid] = (calls[kind, cid][0], True)
+    else:
+        found.append(
+            Rejection(
+                index,
+                cid,
+                "unexpected_result",
+                f"the {name} at message {index} answers no {kind} before it",
+            )
+        )
 
 
 def _gemini_turns(messages: Indexed) -> list[Rejection]:

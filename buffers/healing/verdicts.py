@@ -18,6 +18,8 @@ little the write touches (docs/decisions.md, "Stored verdicts"):
 - OpenAI Responses pairs calls and outputs by id over the whole buffer, so its rejections
   for an id depend only on where the id's owner (first declaration) and its results are:
   ``responses_by_id``. Calls and results without a usable id count per message.
+  The client calls the Responses reader keeps whole (``sendability.CLIENT_CALLS``) are in
+  no id index: a write that holds one (``holds_kept_call``) is counted whole.
 - The analysis's findings on a message depend on the message and its ids' facts (who owns
   the id, where its first result is, where the owner's run of results ends).
 """
@@ -177,3 +179,11 @@ def responses_refused_parts(messages: Iterable[Message]) -> int:
         for m in messages
         if not sendability.left_out(m) and sendability.refused_part(m, "openai-responses")
     )
+
+
+def holds_kept_call(messages: Iterable[Message]) -> bool:
+    """Whether one of ``messages`` is a client call or output the Responses reader kept
+    whole (``sendability.kept_call``): OpenAI Responses pairs them by ``call_id`` over the
+    whole buffer, and no index holds where they are, so what a write of one changes is
+    counted from the whole buffer (rare: only a Responses body holds them)."""
+    return any(sendability.kept_call(m) is not None for m in messages)

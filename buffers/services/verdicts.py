@@ -128,6 +128,11 @@ def tally_after(
     called before the plan is written (it reads the buffer as it was). ``known``: the
     positions of the ids already read, and ``rows``: rows already read, by position (no
     second query for either)."""
+    written = [i.message for i in plan.inserts] + [r.message for r in plan.replacements]
+    if healing.verdicts.holds_kept_call(written):  # paired over the whole buffer, unindexed
+        return healing.verdicts.tally(
+            healing.apply_plan(selectors.buffer_messages(conversation), plan)
+        )
     rejections: Counter[str] = Counter()
     problems: Counter[str] = Counter()
     old = _OldRows(conversation, plan.length_before, rows or {})

@@ -180,6 +180,116 @@ def test_openai_responses_rejects_unusable_ids() -> None:
     ]
 
 
+def kept_item(kind: str, call_id: str | None = "call_1", **more: Any) -> dict[str, Any]:
+    item = {"type": kind, **({"call_id": call_id} if call_id is not None else {}), **more}
+    return {"role": "assistant", "content": None, "metadata": {"responses_item": item}}
+
+
+CUSTOM_CALL = kept_item("custom_tool_call", id="ctc_1", name="apply_patch", input="*** Begin")
+CUSTOM_OUTPUT = kept_item("custom_tool_call_output", output="Done!")
+
+
+def test_openai_responses_rejects_a_kept_custom_tool_call_with_no_output_after_it() -> None:
+    """Responses answers "No tool output found for custom tool call call_1"."""
+    assert rejections("openai-responses", user(), CUSTOM_CALL, user("well?")) == [
+        (
+            1,
+            "unanswered_call",
+            "the custom_tool_call call_1 at message 1 has no custom_tool_call_output after it",
+        )
+    ]
+
+
+def test_openai_responses_rejects_a_kept_output_that_answers_no_call_before_it() -> None:
+    assert rejections("openai-responses", user(), CUSTOM_OUTPUT, CUSTOM_CALL) == [
+        (
+            1,
+            "unexpected_result",
+            "the custom_tool_call_output at message 1 answers no custom_tool_call before it",
+        ),
+        (
+            2,
+            "unanswered_call",
+            "the custom_tool_call call_1 at message 2 has no custom_tool_call_output after it",
+        ),
+    ]
+
+
+def test_openai_responses_accepts_a_kept_call_answered_by_its_own_kind_of_output() -> None:
+    assert verdict("openai-responses", user(), CUSTOM_CALL, REASONING, CUSTOM_OUTPUT).accepted
+
+
+@pytest.mark.parametrize(
+    ("call", "output"),
+    [
+        ("computer_call", "computer_call_output"),
+        ("local_shell_call", "local_shell_call_output"),
+        ("shell_call", "shell_call_output"),
+        ("apply_patch_call", "apply_patch_call_output"),
+    ],
+)
+def test_openai_responses_pairs_every_kept_kind_of_client_call_with_its_output(
+    call: str, output: str
+) -> None:
+    assert not verdict("openai-responses", user(), kept_item(call), user("?")).accepted
+    assert not verdict("openai-responses", user(), kept_item(output), user("?")).accepted
+    assert verdict("openai-responses", user(), kept_item(call), kept_item(output)).accepted
+
+
+def test_a_local_shell_call_output_names_its_call_by_its_id() -> None:
+    """As the SDK's ``LocalShellCallOutput`` spells it: no ``call_id``, the call's ``id``."""
+    output = kept_item("local_shell_call_output", None, id="call_1", output="{}")
+
+    assert verdict("openai-responses", user(), kept_item("local_shell_call"), output).accepted
+
+
+def test_a_function_call_output_does_not_answer_a_kept_custom_tool_call() -> None:
+    """Each kind of call takes its own kind of output: the tool row is written as a
+    ``function_call_output``, which answers a ``function_call``."""
+    assert [
+        r.reason
+        for r in verdict("openai-responses", user(), CUSTOM_CALL, result("call_1")).rejections
+    ] == ["unanswered_call", "unexpected_result"]
+
+
+def test_openai_responses_rejects_a_kept_call_or_output_without_a_usable_call_id() -> None:
+    assert [
+        r.reason
+        for r in verdict(
+            "openai-responses",
+            user(),
+            kept_item("custom_tool_call", None),
+            kept_item("custom_tool_call_output", ""),
+        ).rejections
+    ] == ["call_without_id", "result_without_id"]
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "gemini"])
+def test_a_kept_client_call_is_left_out_by_the_other_exporters(provider: str) -> None:
+    assert verdict(provider, user(), CUSTOM_CALL, user("well?")).accepted
+
+
+def test_an_unanswered_custom_tool_call_read_from_a_responses_body_is_refused() -> None:
+    [conversation] = read(
+        {
+            "input": [
+                {"role": "user", "content": "patch it"},
+                {
+                    "type": "custom_tool_call",
+                    "id": "ctc_1",
+                    "call_id": "call_1",
+                    "name": "apply_patch",
+                    "input": "*** Begin Patch",
+                },
+                {"role": "user", "content": "well?"},
+            ]
+        },
+        "openai-responses",
+    )
+
+    assert not check(parse_messages(conversation.messages), "openai-responses").accepted
+
+
 # Anthropic
 
 
