@@ -429,3 +429,63 @@ def test_a_custom_tool_call_answered_in_a_responses_body_is_accepted_and_typed()
 
     assert check(messages, "openai-responses").accepted
     assert sdk_accepts(write(messages, "openai-responses"), "openai-responses")
+
+
+def _gemini_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        part["functionResponse"]
+        for content in body["contents"]
+        for part in content["parts"]
+        if "functionResponse" in part
+    ]
+
+
+def test_a_result_naming_no_call_goes_to_gemini_as_the_response_to_the_call_at_its_place() -> None:
+    """Gemini answers "function_response.name: Name cannot be empty"; it pairs a response
+    without an id with the call at its place, so that call's name is the response's."""
+    messages = parse_messages(
+        [
+            user("look it up"),
+            assistant("c1"),
+            {"role": "tool", "content": "found", "metadata": {"tool_call_id": "zz"}},
+            assistant(content="done"),
+        ]
+    )
+
+    body = write(messages, "gemini")
+
+    assert _gemini_responses(body) == [{"name": "search", "response": {"output": "found"}}]
+    assert check(messages, "gemini").accepted
+    assert sdk_accepts(body, "gemini")
+
+
+def test_results_naming_no_call_take_the_names_of_the_calls_at_their_places() -> None:
+    messages = parse_messages(
+        [
+            user("look it up"),
+            {
+                "role": "assistant",
+                "content": None,
+                "metadata": {
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "a", "arguments": "{}"},
+                        },
+                        {
+                            "id": "c2",
+                            "type": "function",
+                            "function": {"name": "b", "arguments": "{}"},
+                        },
+                    ]
+                },
+            },
+            {"role": "tool", "content": "?", "metadata": {"tool_call_id": "zz"}},
+            {"role": "tool", "content": "1", "metadata": {"tool_call_id": "c1"}},
+        ]
+    )
+
+    responses = _gemini_responses(write(messages, "gemini"))
+
+    assert [(r["name"], r.get("id")) for r in responses] == [("a", None), ("a", "c1")]

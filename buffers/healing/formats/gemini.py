@@ -14,7 +14,9 @@ Ids are optional in Gemini. A call without one gets ``gemini-<turn>-<k>`` (its t
 index in ``contents``, its place among the turn's calls). A response without one
 answers by position, never by name: the k-th response after a model turn answers that
 turn's k-th call (``gemini-unpaired-<turn>-<part>`` when the turn has no k-th call). An
-id made up here is marked ``synthesized_id`` and left out again on writing.
+id made up here is marked ``synthesized_id`` and left out again on writing. A response
+whose id names no call (from another format) is written as the response to the call at
+its place, with that call's name and no id: Gemini refuses an empty name.
 ``response: {"output": x}`` reads as content x, ``{"error": x}`` as content x with
 ``metadata.is_error``; any other response object is the content itself
 (``whole_response``). Media a response nests in its ``parts`` (images a tool gave, as
@@ -330,7 +332,9 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
     places: dict[str | None, int] = {}
     unsent: set[str | None] = set()
     responses: list[tuple[int | None, list[Any]]] = []  # this user turn's, as written
+    unnamed: list[bool] = []  # whether each of them answers an id that names no call
     before = 0  # the responses of the user turns before it, since the calls
+    last_calls: list[Call] = []  # the last model turn's calls
     for message in messages:
         if message.role == "system":
             continue
@@ -341,7 +345,7 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             names.update((usable_id(call.id), call.name) for call in calls)
             places = {usable_id(c.id): p for p, c in enumerate(calls) if _id_synthesized(c)}
             unsent.update(places)
-            responses, before = [], 0
+            responses, unnamed, before, last_calls = [], [], 0, calls
             order = namespace(message, "gemini").get("layout")
             content = gemini_parts(message.content, "assistant")
             parts = arrange(order, content, [call_part(c) for c in calls])
@@ -350,10 +354,15 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             place = places.get(usable_id(message.metadata.get("tool_call_id")))
             if not joins_results(message, previous, "gemini", NEW_TURN):
                 before += len(responses)
-                responses = []
+                responses, unnamed = [], []
                 written.append(start(message, "user", []))
             responses.append((place, response_parts(message, names, unsent)))
-            written[-1]["parts"] = in_their_places(responses, before)
+            unnamed.append(_names_no_call(message, names))
+            order = placed(responses, before)
+            for at, index in enumerate(order):
+                if unnamed[index]:
+                    _as_at_its_place(responses[index][1][0], last_calls, before + at)
+            written[-1]["parts"] = [part for index in order for part in responses[index][1]]
         else:
             parts = gemini_parts(message.content, message.role)
             if joins_results(message, previous, "gemini", NEW_TURN):
@@ -390,8 +399,25 @@ def gemini_parts(content: object, role: str) -> list[Any]:
     ]
 
 
-def in_their_places(responses: Sequence[tuple[int | None, list[Any]]], before: int) -> list[Any]:
-    """The parts of a user turn's responses, each given with the place of the call it
+def _names_no_call(message: Message, names: Mapping[str | None, str]) -> bool:
+    """A tool row whose id names no call declared before it, and that keeps no name of
+    its own (one read from Gemini does): ``response_part`` would name it ``""``."""
+    kept = namespace(message, "gemini")
+    return "name" not in kept and usable_id(message.metadata.get("tool_call_id")) not in names
+
+
+def _as_at_its_place(part: dict[str, Any], turn: Sequence[Call], place: int) -> None:
+    """A response that names no call, written as the response to the call at its ``place``
+    among the responses since the calls (Gemini answers "function_response.name: Name
+    cannot be empty"): that call's name, and no id, so that Gemini pairs it by its place as
+    the name says. With no call there, the verdict refuses the turn (too many responses)."""
+    response = part["functionResponse"]
+    response.pop("id", None)
+    response["name"] = turn[place].name if place < len(turn) else ""
+
+
+def placed(responses: Sequence[tuple[int | None, list[Any]]], before: int) -> list[int]:
+    """The order of a user turn's responses, each given with the place of the call it
     answers when that call has no id (else None): such a response at its call's place
     less ``before`` (the responses of earlier user turns since the calls), where that is
     among the turn's places; the others in the places left, in their order."""
@@ -404,8 +430,7 @@ def in_their_places(responses: Sequence[tuple[int | None, list[Any]]], before: i
         else:
             rest.append(index)
     left = iter(rest)
-    order = [next(left) if index is None else index for index in slots]
-    return [part for index in order for part in responses[index][1]]
+    return [next(left) if index is None else index for index in slots]
 
 
 def _id_synthesized(call: Call) -> bool:
