@@ -5,6 +5,7 @@ provider's types refuse it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -489,3 +490,92 @@ def test_results_naming_no_call_take_the_names_of_the_calls_at_their_places() ->
     responses = _gemini_responses(write(messages, "gemini"))
 
     assert [(r["name"], r.get("id")) for r in responses] == [("a", None), ("a", "c1")]
+
+
+OPENAI_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""What OpenAI takes as a function's name: "string does not match pattern
+'^[a-zA-Z0-9_-]+$'", and 64 characters at most."""
+
+
+def _gemini_calling(*names: str) -> list[Any]:
+    return _read(
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "read them"}]},
+                {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": name, "args": {}}} for name in names],
+                },
+                {
+                    "role": "user",
+                    "parts": [
+                        {"functionResponse": {"name": name, "response": {"output": "ok"}}}
+                        for name in names
+                    ],
+                },
+            ]
+        },
+        "gemini",
+    )
+
+
+def _written_names(body: dict[str, Any], format: str) -> list[str]:
+    if format == "openai-chat":
+        return [
+            call["function"]["name"]
+            for message in body["messages"]
+            for call in message.get("tool_calls", ())
+        ]
+    return [item["name"] for item in body["input"] if item.get("type") == "function_call"]
+
+
+@pytest.mark.parametrize("format", ["openai-chat", "openai-responses"])
+def test_a_gemini_function_name_openai_refuses_is_written_to_fit(format: str) -> None:
+    """Gemini takes "." and ":" in a function's name; OpenAI does not."""
+    messages = _gemini_calling("files.read", "ns:tool", "x" * 70, "files_read")
+
+    body = write(messages, format)
+
+    names = _written_names(body, format)
+    assert all(OPENAI_NAME.fullmatch(name) for name in names)
+    assert names[0] != names[3] == "files_read", "two tools stay two"
+    assert names[:2] == ["files_read_2", "ns_tool"]
+    assert names[2] == "x" * 64
+    assert check(messages, format).accepted
+    assert sdk_accepts(body, format)
+
+
+def test_a_tool_message_naming_its_function_is_written_with_the_same_name() -> None:
+    messages = parse_messages(
+        [
+            user("read it"),
+            {
+                "role": "assistant",
+                "content": None,
+                "metadata": {
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "files.read", "arguments": "{}"},
+                        }
+                    ]
+                },
+            },
+            {
+                "role": "tool",
+                "content": "ok",
+                "metadata": {"tool_call_id": "c1", "name": "files.read"},
+            },
+        ]
+    )
+
+    written = write(messages, "openai-chat")["messages"]
+
+    assert written[1]["tool_calls"][0]["function"]["name"] == written[2]["name"] == "files_read"
+
+
+def test_a_name_that_fits_is_written_as_it_is() -> None:
+    messages = _gemini_calling("get_weather-2")
+
+    assert _written_names(write(messages, "openai-chat"), "openai-chat") == ["get_weather-2"]

@@ -5,6 +5,7 @@ and the regrouping of tool results into the user turn that Anthropic and Gemini 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -253,6 +254,35 @@ def written_id(value: object) -> object:
     call is written as it is."""
     usable = usable_id(value)
     return value if usable is None else usable
+
+
+_OPENAI_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_NOT_IN_OPENAI_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+_MAX_NAME = 64
+
+
+def openai_names(names: Iterable[str]) -> dict[str, str]:
+    """Each of ``names`` (a body's function names, in order) that OpenAI refuses ("string
+    does not match pattern '^[a-zA-Z0-9_-]+$'", 64 characters at most: Gemini takes ``.``
+    and ``:``), with the name to write instead: its text with each other character a
+    ``_``, cut to 64 characters (``tool`` when that leaves nothing), numbered past every
+    name in the body, so that two tools stay two. The same name is always written the
+    same, for a call and what names it. A name that fits is not in the answer."""
+    given = list(names)
+    taken = {name for name in given if _OPENAI_NAME.fullmatch(name)}
+    fitted: dict[str, str] = {}
+    for name in given:
+        if name in taken or name in fitted:
+            continue
+        stem = _NOT_IN_OPENAI_NAME.sub("_", name)[:_MAX_NAME] or "tool"
+        fitting, n = stem, 1
+        while fitting in taken:
+            n += 1
+            suffix = f"_{n}"
+            fitting = stem[: _MAX_NAME - len(suffix)] + suffix
+        taken.add(fitting)
+        fitted[name] = fitting
+    return fitted
 
 
 def declared(message: Message) -> list[Call]:

@@ -27,6 +27,7 @@ from .common import (
     has_text,
     is_foreign_item,
     is_object,
+    openai_names,
     row,
     storable,
     text_of,
@@ -104,7 +105,19 @@ def check_calls(calls: object, path: str, problems: Problems) -> None:
 
 def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, Any]:
     written = [write_message(m) for m in messages if not (is_foreign_item(m) and not declared(m))]
+    _write_names(written)
     return {**fields, "messages": written}
+
+
+def _write_names(messages: list[dict[str, Any]]) -> None:
+    """Function names as OpenAI takes them (``common.openai_names``): a call's, and a tool
+    message's ``name``, which names its function."""
+    functions = [call["function"] for m in messages for call in m.get("tool_calls", ())]
+    tools = [m for m in messages if m["role"] == "tool" and isinstance(m.get("name"), str)]
+    holders = [*functions, *tools]
+    fitted = openai_names(holder["name"] for holder in holders)
+    for holder in holders:
+        holder["name"] = fitted.get(holder["name"], holder["name"])
 
 
 def write_message(message: Message) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from .common import (
     has_text,
     is_object,
     namespace,
+    openai_names,
     row,
     storable,
     text_of,
@@ -143,7 +144,18 @@ def read_output(item: dict[str, Any], where: str, rows: list[Row], problems: Pro
 def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, Any]:
     if len(messages) == 1 and _was_input_text(messages[0]):
         return {**fields, "input": messages[0].content}
-    return {**fields, "input": [item for m in messages for item in write_items(m)]}
+    items = [item for m in messages for item in write_items(m)]
+    calls = [item for item in items if item.get("type") == "function_call"]
+    fitted = openai_names(call["name"] for call in calls if isinstance(call.get("name"), str))
+    return {**fields, "input": [_fitted_name(item, fitted) for item in items]}
+
+
+def _fitted_name(item: dict[str, Any], fitted: Mapping[str, str]) -> dict[str, Any]:
+    """A function call with its name as OpenAI takes it (``common.openai_names``, as the
+    OpenAI Chat export writes it); a copy, since a kept item is the stored one."""
+    if item.get("type") != "function_call" or item.get("name") not in fitted:
+        return item
+    return {**item, "name": fitted[item["name"]]}
 
 
 def _was_input_text(message: Message) -> bool:
