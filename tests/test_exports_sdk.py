@@ -87,6 +87,7 @@ PARTS: dict[str, dict[str, Any]] = {
         "uri": "https://example.com/chart.png",
     },
     "an Anthropic thinking block": {"type": "thinking", "thinking": "hm", "signature": "c2ln"},
+    "an Anthropic thinking block without its signature": {"type": "thinking", "thinking": "hm"},
 }
 
 
@@ -579,3 +580,47 @@ def test_a_name_that_fits_is_written_as_it_is() -> None:
     messages = _gemini_calling("get_weather-2")
 
     assert _written_names(write(messages, "openai-chat"), "openai-chat") == ["get_weather-2"]
+
+
+UNSIGNED = {"type": "thinking", "thinking": "Two steps."}
+"""Anthropic's types want a thinking block's signature: "thinking.signature: Field
+required"."""
+
+
+def _anthropic_turns(*blocks: dict[str, Any], then: str | None = "go on") -> list[Any]:
+    document = [
+        {"role": "user", "content": "plan it"},
+        {"role": "assistant", "content": list(blocks)},
+        *([{"role": "user", "content": then}] if then is not None else []),
+    ]
+    return _read({"messages": document}, "anthropic")
+
+
+def test_a_thinking_block_without_its_signature_is_left_out_of_the_anthropic_export() -> None:
+    messages = _anthropic_turns(UNSIGNED, {"type": "text", "text": "Done."})
+
+    body = write(messages, "anthropic")
+
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "Done."}]
+    assert check(messages, "anthropic").accepted
+    assert sdk_accepts(body, "anthropic")
+
+
+def test_a_signed_thinking_block_goes_to_anthropic_as_it_was() -> None:
+    signed = UNSIGNED | {"signature": "c2ln"}
+    messages = _anthropic_turns(signed, {"type": "text", "text": "Done."})
+
+    assert write(messages, "anthropic")["messages"][1]["content"][0] == signed
+
+
+@pytest.mark.parametrize("then", ["go on", None])
+def test_a_turn_of_unsigned_thinking_only_is_judged_as_the_empty_turn_it_is_written_as(
+    then: str | None,
+) -> None:
+    """Written empty, it is refused but as the final assistant turn, as any empty turn."""
+    messages = _anthropic_turns(UNSIGNED, then=then)
+
+    body = write(messages, "anthropic")
+
+    assert body["messages"][1]["content"] == []
+    assert check(messages, "anthropic").accepted == (then is None)

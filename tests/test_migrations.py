@@ -46,6 +46,7 @@ parts_judged_since = importlib.import_module(
     "buffers.migrations.0022_verdicts_of_parts_judged_since"
 )
 kept_client_calls = importlib.import_module("buffers.migrations.0023_verdicts_of_kept_client_calls")
+unsigned_thinking = importlib.import_module("buffers.migrations.0024_verdicts_of_unsigned_thinking")
 
 
 @pytest.mark.django_db
@@ -165,6 +166,28 @@ def test_0023_tallies_again_the_conversations_naming_a_kept_client_call() -> Non
         ]
     assert Conversation.objects.get(pk=answered.pk).sendable
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
+
+
+@pytest.mark.django_db
+def test_0024_tallies_again_the_conversations_naming_a_thinking_block() -> None:
+    """A thinking block without its signature in content was judged accepted by Anthropic,
+    and a last turn of such thinking only refused (it is written as an empty final turn);
+    conversations naming no thinking are not read again (one left stale here shows it)."""
+    unsigned = {"type": "thinking", "thinking": "Two steps."}
+    in_content = store([user("plan"), {"role": "user", "content": [unsigned]}])
+    last = {"role": "assistant", "content": None, "metadata": {"anthropic": {"layout": [unsigned]}}}
+    thought_last = store([user("plan"), last])
+    plain = store([user("go"), assistant("c1")], title="plain")
+    Conversation.objects.update(rejections={"anthropic": 1}, problem_counts={}, sendable=True)
+    Conversation.objects.filter(pk=in_content.pk).update(rejections={})
+
+    unsigned_thinking.tally_again(apps, None)
+
+    for conversation in (in_content, thought_last):
+        assert_consistent(conversation)
+    assert Conversation.objects.get(pk=in_content.pk).tally.rejections["anthropic"] == 1
+    assert Conversation.objects.get(pk=thought_last.pk).tally.rejections["anthropic"] == 0
+    assert Conversation.objects.get(pk=plain.pk).rejections == {"anthropic": 1}, "not read"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -31,7 +31,9 @@ What is checked, and what is not:
   ``thinking`` or ``redacted_thinking`` ("messages.N: The final block in an assistant
   message cannot be `thinking`", tailcallhq/forgecode #2107, #3071), wherever it stands,
   the final turn included. So an assistant turn whose kept blocks are all thinking, with
-  no content and no call, is refused as an empty turn even when it is the last. (One
+  no content and no call, is refused as an empty turn even when it is the last. A
+  thinking block without its signature is left out by the Anthropic exporter, so the
+  turn is judged without it (one of such thinking only is an empty turn). (One
   whose text comes before a last thinking block is not checked: Claude Code writes
   thinking first, so only a response cut off mid-way makes one.)
 - Parts that are not text (an image, a document, audio): each exporter writes another
@@ -55,6 +57,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from .formats import media
+from .formats.anthropic import unsigned_thinking
 from .formats.common import joins_results, namespace
 from .ids import declared_calls, result_call_id, usable_id
 from .messages import Message
@@ -315,9 +318,16 @@ def _has_content(content: object) -> bool:
 def _kept_blocks(message: Message, provider: str) -> list[dict[str, object]]:
     """The blocks an assistant turn keeps in its ``layout`` for ``provider`` (Anthropic
     server tool and thinking blocks, Gemini thought parts), which that provider's exporter
-    writes in place: ``formats.common.arrange``."""
+    writes in place: ``formats.common.arrange``; but a thinking block without its
+    signature, which the Anthropic exporter leaves out."""
     order = namespace(message, provider).get("layout") if message.role == "assistant" else None
-    return [block for block in order if isinstance(block, dict)] if isinstance(order, list) else []
+    if not isinstance(order, list):
+        return []
+    return [
+        block
+        for block in order
+        if isinstance(block, dict) and not (provider == "anthropic" and unsigned_thinking(block))
+    ]
 
 
 def _unusable_calls(index: int, calls: list[tuple[int, str | None]]) -> list[Rejection]:

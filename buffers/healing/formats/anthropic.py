@@ -343,9 +343,22 @@ def user_blocks(message: Message) -> list[Any]:
 def assistant_content(message: Message) -> object:
     calls = [tool_use(call) for call in declared(message)]
     order = namespace(message, "anthropic").get("layout")
+    if isinstance(order, list):
+        order = [kind for kind in order if not unsigned_thinking(kind)]
     if isinstance(message.content, str) and not calls and order is None:
         return message.content
     return arrange(order, blocks(as_parts(message.content), "assistant"), calls)
+
+
+def unsigned_thinking(block: object) -> bool:
+    """A thinking block without its signature (a string, not empty), which Anthropic
+    refuses ("thinking.signature: Field required"): the export leaves it out of the turn
+    that kept it, and sendability judges the turn without it."""
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "thinking"
+        and not (isinstance(block.get("signature"), str) and block["signature"])
+    )
 
 
 def tool_use(call: Call) -> dict[str, Any]:

@@ -84,10 +84,12 @@ _SHAPES: dict[str, tuple[str, ...]] = {
     "refusal": ("refusal",),
     "blob": ("content",),
     "uri": ("uri",),
+    "thinking": ("signature",),
 }
 """What a part of a type other formats also use must hold to be its provider's: one of
 these keys, an object (``source``, ``image_url`` in OpenAI Chat, ``input_audio``,
-``file``) or a string (the others)."""
+``file``) or a string (the others; a thinking block's signature, which Anthropic
+requires)."""
 _OBJECTS = frozenset({"source", "input_audio", "file"})
 _GEMINI_PARTS = (
     "inlineData",
