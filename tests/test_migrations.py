@@ -42,11 +42,7 @@ from tests.migrating import migrated_back_to
 backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
 refused_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_of_refused_parts")
-parts_judged_since = importlib.import_module(
-    "buffers.migrations.0022_verdicts_of_parts_judged_since"
-)
-kept_client_calls = importlib.import_module("buffers.migrations.0023_verdicts_of_kept_client_calls")
-unsigned_thinking = importlib.import_module("buffers.migrations.0024_verdicts_of_unsigned_thinking")
+counted_again = importlib.import_module("buffers.migrations.0022_verdicts_counted_again")
 
 
 @pytest.mark.django_db
@@ -131,7 +127,7 @@ def test_0022_tallies_again_the_conversations_holding_a_list_of_parts() -> None:
     plain = store([user("go"), assistant("c1")], title="plain")
     Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
 
-    parts_judged_since.tally_again(apps, None)
+    counted_again.tally_again(apps, None)
 
     for conversation in (textless, unnamed):
         assert_consistent(conversation)
@@ -140,7 +136,7 @@ def test_0022_tallies_again_the_conversations_holding_a_list_of_parts() -> None:
 
 
 @pytest.mark.django_db
-def test_0023_tallies_again_the_conversations_naming_a_kept_client_call() -> None:
+def test_0022_tallies_again_the_conversations_naming_a_kept_client_call() -> None:
     """An unanswered custom_tool_call, or an output of one answering nothing, kept whole
     from a Responses body, was judged accepted when the tally was stored; conversations
     naming no such item are not read again (one left stale here shows it)."""
@@ -156,7 +152,7 @@ def test_0023_tallies_again_the_conversations_naming_a_kept_client_call() -> Non
     plain = store([user("go"), assistant("c1")], title="plain")
     Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
 
-    kept_client_calls.tally_again(apps, None)
+    counted_again.tally_again(apps, None)
 
     for conversation in (unanswered, orphan, answered):
         assert_consistent(conversation)
@@ -169,7 +165,7 @@ def test_0023_tallies_again_the_conversations_naming_a_kept_client_call() -> Non
 
 
 @pytest.mark.django_db
-def test_0024_tallies_again_the_conversations_naming_a_thinking_block() -> None:
+def test_0022_tallies_again_the_conversations_naming_a_thinking_block() -> None:
     """A thinking block without its signature in content was judged accepted by Anthropic,
     and a last turn of such thinking only refused (it is written as an empty final turn);
     conversations naming no thinking are not read again (one left stale here shows it)."""
@@ -181,7 +177,7 @@ def test_0024_tallies_again_the_conversations_naming_a_thinking_block() -> None:
     Conversation.objects.update(rejections={"anthropic": 1}, problem_counts={}, sendable=True)
     Conversation.objects.filter(pk=in_content.pk).update(rejections={})
 
-    unsigned_thinking.tally_again(apps, None)
+    counted_again.tally_again(apps, None)
 
     for conversation in (in_content, thought_last):
         assert_consistent(conversation)
