@@ -461,36 +461,33 @@ def test_a_result_naming_no_call_goes_to_gemini_as_the_response_to_the_call_at_i
     assert sdk_accepts(body, "gemini")
 
 
-def test_results_naming_no_call_take_the_names_of_the_calls_at_their_places() -> None:
+@pytest.mark.parametrize(
+    ("answered", "written"),
+    [
+        (["zz", "c1"], [("b", None), ("a", "c1")]),
+        (["c2", "zz"], [("b", "c2"), ("a", None)]),
+    ],
+)
+def test_results_naming_no_call_take_the_names_of_the_calls_no_other_response_answers(
+    answered: list[str], written: list[tuple[str, str | None]]
+) -> None:
+    """From the review: named after the call at its place, a response could take the name
+    of a call another response answers by id, leaving a call with none and one with two."""
+    calls = [
+        {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        for n, name in ((1, "a"), (2, "b"))
+    ]
     messages = parse_messages(
         [
             user("look it up"),
-            {
-                "role": "assistant",
-                "content": None,
-                "metadata": {
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "a", "arguments": "{}"},
-                        },
-                        {
-                            "id": "c2",
-                            "type": "function",
-                            "function": {"name": "b", "arguments": "{}"},
-                        },
-                    ]
-                },
-            },
-            {"role": "tool", "content": "?", "metadata": {"tool_call_id": "zz"}},
-            {"role": "tool", "content": "1", "metadata": {"tool_call_id": "c1"}},
+            {"role": "assistant", "content": None, "metadata": {"tool_calls": calls}},
+            *({"role": "tool", "content": "?", "metadata": {"tool_call_id": i}} for i in answered),
         ]
     )
 
     responses = _gemini_responses(write(messages, "gemini"))
 
-    assert [(r["name"], r.get("id")) for r in responses] == [("a", None), ("a", "c1")]
+    assert [(r["name"], r.get("id")) for r in responses] == written
 
 
 OPENAI_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")

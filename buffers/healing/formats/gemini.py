@@ -335,6 +335,7 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
     unnamed: list[bool] = []  # whether each of them answers an id that names no call
     before = 0  # the responses of the user turns before it, since the calls
     last_calls: list[Call] = []  # the last model turn's calls
+    answered: set[str | None] = set()  # their ids that responses since them answer
     for message in messages:
         if message.role == "system":
             continue
@@ -345,7 +346,7 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             names.update((usable_id(call.id), call.name) for call in calls)
             places = {usable_id(c.id): p for p, c in enumerate(calls) if _id_synthesized(c)}
             unsent.update(places)
-            responses, unnamed, before, last_calls = [], [], 0, calls
+            responses, unnamed, before, last_calls, answered = [], [], 0, calls, set()
             order = namespace(message, "gemini").get("layout")
             content = gemini_parts(message.content, "assistant")
             parts = arrange(order, content, [call_part(c) for c in calls])
@@ -358,10 +359,13 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
                 written.append(start(message, "user", []))
             responses.append((place, response_parts(message, names, unsent)))
             unnamed.append(_names_no_call(message, names))
+            if not unnamed[-1]:
+                answered.add(usable_id(message.metadata.get("tool_call_id")))
             order = placed(responses, before)
-            for at, index in enumerate(order):
+            free = iter([c for c in last_calls if usable_id(c.id) not in answered])
+            for index in order:
                 if unnamed[index]:
-                    _as_at_its_place(responses[index][1][0], last_calls, before + at)
+                    _as_response_to(responses[index][1][0], next(free, None))
             written[-1]["parts"] = [part for index in order for part in responses[index][1]]
         else:
             parts = gemini_parts(message.content, message.role)
@@ -406,14 +410,14 @@ def _names_no_call(message: Message, names: Mapping[str | None, str]) -> bool:
     return "name" not in kept and usable_id(message.metadata.get("tool_call_id")) not in names
 
 
-def _as_at_its_place(part: dict[str, Any], turn: Sequence[Call], place: int) -> None:
-    """A response that names no call, written as the response to the call at its ``place``
-    among the responses since the calls (Gemini answers "function_response.name: Name
-    cannot be empty"): that call's name, and no id, so that Gemini pairs it by its place as
-    the name says. With no call there, the verdict refuses the turn (too many responses)."""
+def _as_response_to(part: dict[str, Any], call: Call | None) -> None:
+    """A response that names no call, written as the response to ``call``, the first of
+    the turn's calls that no other response answers (Gemini answers
+    "function_response.name: Name cannot be empty"): that call's name, and no id. With no
+    such call, the verdict refuses the turn (more responses than calls)."""
     response = part["functionResponse"]
     response.pop("id", None)
-    response["name"] = turn[place].name if place < len(turn) else ""
+    response["name"] = call.name if call is not None else ""
 
 
 def placed(responses: Sequence[tuple[int | None, list[Any]]], before: int) -> list[int]:
