@@ -41,8 +41,9 @@ MAX_BRACKETS = 1_000
 """Text with more ``[`` is shown as text: link labels cost markdown-it-py the square of
 their number (5,000 take a second)."""
 MAX_LINES = 1_000
-"""Text of more lines is shown as text: each line of a list or a table costs markdown-it-py
-and the sanitizer about 0.1 ms (5,000 list items took 0.58 s)."""
+"""Text of more lines (ended by ``\n``, ``\r\n`` or a lone ``\r``, as markdown reads them)
+is shown as text: each line of a list or a table costs markdown-it-py and the sanitizer
+about 0.1 ms (5,000 list items took 0.58 s)."""
 MAX_CELLS = 1_000
 """Text with more ``|`` (a table's cells) is shown as text: each cell costs about 0.05 ms
 and 15 times its size in markup (10,000 took 1 s and 300 KB)."""
@@ -121,7 +122,7 @@ def renders(text: str) -> bool:
     return (
         len(text) <= MAX_CHARS
         and text.count("[") <= MAX_BRACKETS
-        and text.count("\n") <= MAX_LINES
+        and text.count("\n") + text.count("\r") - text.count("\r\n") <= MAX_LINES
         and text.count("|") <= MAX_CELLS
     )
 

@@ -247,6 +247,13 @@ def test_text_of_too_many_lines_or_table_cells_is_shown_as_text() -> None:
     assert not rendering.renders(rows + "|")
 
 
+@pytest.mark.parametrize("ending", ["\r", "\r\n"])
+def test_lines_ended_by_a_carriage_return_are_counted_too(ending: str) -> None:
+    """From the review: markdown ends a line at a lone carriage return as well."""
+    assert rendering.renders(f"- item{ending}" * rendering.MAX_LINES)
+    assert not rendering.renders(f"- item{ending}" * (rendering.MAX_LINES + 1))
+
+
 # What a message's view holds.
 
 
