@@ -1539,7 +1539,15 @@ def test_the_same_message_twice_in_one_list_is_what_was_sent_not_a_repeat() -> N
 
 
 @pytest.mark.parametrize(
-    "value", [["a.py", "b.py"], [{"path": "a.py", "size": 3}], [1, 2], [[1], [2]]]
+    "value",
+    [
+        ["a.py", "b.py"],
+        [{"path": "a.py", "size": 3}],
+        [1, 2],
+        [[1], [2]],
+        [{"name": "src", "type": "dir"}, {"name": "a.py", "type": "file"}],
+        [{"text": "hit", "score": 0.9}],
+    ],
 )
 def test_a_response_that_is_a_list_of_values_is_its_json_text_not_content_parts(
     value: list[Any],

@@ -783,12 +783,20 @@ def result_content(value: object) -> object:
     return json_text(value)
 
 
+_GEMINI_TEXT_KEYS = frozenset({"text", "thought", "thoughtSignature", "thought_signature"})
+
+
 def _is_part(item: object) -> bool:
-    return isinstance(item, dict) and (
-        isinstance(item.get("type"), str)
-        or text_of(item) is not None
-        or media.part_family(item) is not None
-    )
+    """A content part some provider takes as one: a text part in any spelling (a Gemini
+    one of its own keys only), or a part in a provider's shape (``media.part_family``). A
+    record that only has a ``type`` or a ``text`` key (a directory listing's entry, a
+    search hit with its score) is the tool's data."""
+    if not isinstance(item, dict):
+        return False
+    if text_of(item) is not None:
+        return "type" in item or item.keys() <= _GEMINI_TEXT_KEYS
+    family = media.part_family(item)
+    return family is not None and family[0] not in ("none", "textless")
 
 
 def _in_layout(part: object) -> bool:
