@@ -789,7 +789,7 @@ def test_the_upload_page_imports_several_files_in_different_formats(client: Clie
     assert BufferChange.objects.filter(via="inspector", action="import").count() == 2
 
 
-def test_files_that_add_up_to_more_than_an_upload_takes_are_refused_unread(
+def test_files_that_add_up_to_more_than_an_upload_takes_are_refused_before_any_is_read_as_json(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """From the security hunt: 20 files of 32 MB each were read together, about 4.5 GB in

@@ -130,9 +130,7 @@ def tally_after(
     second query for either)."""
     written = [i.message for i in plan.inserts] + [r.message for r in plan.replacements]
     if healing.verdicts.holds_kept_call(written):  # paired over the whole buffer, unindexed
-        return healing.verdicts.tally(
-            healing.apply_plan(selectors.buffer_messages(conversation), plan)
-        )
+        return _counted_whole(conversation, plan)
     rejections: Counter[str] = Counter()
     problems: Counter[str] = Counter()
     old = _OldRows(conversation, plan.length_before, rows or {})
@@ -151,8 +149,12 @@ def tally_after(
             conversation.pk,
             below_zero,
         )
-        buffer = healing.apply_plan(selectors.buffer_messages(conversation), plan)
-        return healing.verdicts.tally(buffer)
+        return _counted_whole(conversation, plan)
+
+
+def _counted_whole(conversation: Conversation, plan: healing.AppendPlan) -> Tally:
+    """The tally of the whole buffer once ``plan`` is written (read before it is)."""
+    return healing.verdicts.tally(healing.apply_plan(selectors.buffer_messages(conversation), plan))
 
 
 def _new_position(plan: healing.AppendPlan, position: int) -> int:

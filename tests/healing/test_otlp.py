@@ -44,6 +44,7 @@ from buffers.healing.otlp import (
     Unreadable,
     UnsupportedType,
     claims_model_call,
+    conventions,
     decode_traces,
     digest,
     export_response,
@@ -1009,7 +1010,7 @@ def test_message_events_written_as_json_in_the_events_attribute_are_read_as_span
         {"type": "tool_call", "id": LOOKUP[0], "name": LOOKUP[1], "arguments": LOOKUP[2]}
     ]
     for other in ("[1, 2]", "not json", json.dumps([{"event.name": "retry"}])):
-        assert model_call(span({"gen_ai.operation.name": "chat", "events": other})) is None
+        assert conventions.content(span({"gen_ai.operation.name": "chat", "events": other})) is None
     broken = [{"event.name": "gen_ai.choice", "message": 7}]
     reason = refused(span({"gen_ai.operation.name": "chat", "events": json.dumps(broken)}))
     assert "the attribute 'events'[0] (gen_ai.choice).message must be an object" in reason, reason

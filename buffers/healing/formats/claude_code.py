@@ -27,7 +27,7 @@ event before it, ``null`` at a root), ``isSidechain``, ``sessionId``, ``timestam
   that the Anthropic export sends them back in order (a response of server tool blocks
   only, ``server_tool_use`` and its ``web_search_tool_result`` or ``advisor_tool_result``,
   has no content: its blocks are all in the layout). ``facts``: ``time`` the first line's
-  timestamp, ``model`` its model (not ``<synthetic>``), and, once per ``message.id``,
+  timestamp, ``model`` its model (not ``<synthetic>``), and, once per response,
   ``usage`` from the last line (the earlier ones repeat the stream's start: ``input``
   counts every input token, cache reads and writes included, as OpenAI's ``prompt_tokens``
   does, ``cached`` the cache reads, ``output``) and ``finish_reason`` its last

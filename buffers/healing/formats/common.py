@@ -266,7 +266,7 @@ def openai_names(names: Iterable[str]) -> dict[str, str]:
     does not match pattern '^[a-zA-Z0-9_-]+$'", 64 characters at most: Gemini takes ``.``
     and ``:``), with the name to write instead: its text with each other character a
     ``_``, cut to 64 characters (``tool`` when that leaves nothing), numbered past every
-    name in the body, so that two tools stay two. The same name is always written the
+    name of the body's messages, so that two tools stay two. The same name is always written the
     same, for a call and what names it. A name that fits is not in the answer."""
     given = list(names)
     taken = {name for name in given if _OPENAI_NAME.fullmatch(name)}
