@@ -610,6 +610,18 @@ def test_a_snippet_shows_the_text_around_the_first_match_with_each_match_marked(
     assert "<mark>needle</mark> is here, <mark>needles</mark>" in found_at.html
 
 
+def test_a_snippet_that_begins_inside_a_word_does_not_mark_the_cut_piece() -> None:
+    """The snippet begins 53 characters before the match, here inside "xxxxxxxxxxweather":
+    its tail "weather" is not a word of the text, and is not marked as one."""
+    text = "xxxxxxxxxxweather/" + "-" * 44 + "/weather/report"
+
+    cut = search.snippet(text, search.terms("weather"))
+
+    assert [piece for piece, marked in cut.pieces if marked] == ["weather"]
+    assert cut.text == "…weather/" + "-" * 44 + "/weather/report"
+    assert cut.html.endswith("-/<mark>weather</mark>/report")
+
+
 def test_a_snippet_escapes_the_text_and_marks_only_the_matches(client: Client) -> None:
     hostile = "<script>alert('weather')</script> <b onmouseover=x>weather</b> & <mark>"
     conversation = store([user(hostile)], title="hostile")

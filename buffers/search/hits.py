@@ -300,14 +300,15 @@ def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> Snip
     if end < len(text):
         space = text.find(" ", end, end + 20)
         end = space if space >= 0 else end
-    window = text[start:end]
     pieces: list[tuple[str, bool]] = []
-    at = 0
-    for match in pattern.finditer(window) if pattern else ():
-        pieces.append((window[at : match.start()], False))
+    at = start
+    # Matched in the whole text from ``start``, not in a slice of it: the letters before
+    # ``start`` of a word cut there say that its piece is no match.
+    for match in pattern.finditer(text, start, end) if pattern else ():
+        pieces.append((text[at : match.start()], False))
         pieces.append((match.group(), True))
         at = match.end()
-    pieces.append((window[at:], False))
+    pieces.append((text[at:end], False))
     if start:
         pieces.insert(0, ("…", False))
     if end < len(text):
