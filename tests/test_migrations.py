@@ -432,6 +432,39 @@ def test_0021_indexes_again_the_text_under_data_and_source_and_after_data_colon(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_0023_indexes_again_the_tool_calls_whose_arguments_were_split_as_json_text() -> None:
+    """Before 0023 a call's arguments were split as their JSON text, so a word after a line
+    break was glued to the escape's "n": indexed again, it is found on both databases."""
+    conversation = store(
+        [
+            user("write the script"),
+            {
+                "role": "assistant",
+                "content": None,
+                "metadata": {
+                    "tool_calls": [
+                        {"id": "c1", "name": "write_file", "args": {"text": "import os\nprint()"}}
+                    ]
+                },
+            },
+            user("an unrelated message"),
+        ],
+        owner=acting_user(),
+    )
+    with migrated_back_to("0022_verdicts_of_parts_judged_since"), connection.cursor() as cursor:
+        old = "write_file text import os nprint"  # the words as they were made then
+        if connection.vendor == "sqlite":
+            cursor.execute("UPDATE buffers_messagesearch SET body = %s", [old])
+        else:
+            cursor.execute("UPDATE buffers_messagesearch SET document = %s::tsvector", [old])
+
+    assert search.hit_indexes(conversation, search.terms("print")) == [1]
+    assert search.hit_indexes(conversation, search.terms("nprint")) == [0, 2], (
+        "left as they were: only the messages holding tool calls are indexed again"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's triggers")
 def test_a_migrate_with_nothing_to_apply_leaves_the_append_and_the_cascades_standing() -> None:
     """``manage.py migrate`` sends pre_migrate even when it has nothing to apply (a deploy

@@ -338,6 +338,49 @@ def test_the_text_of_a_message_is_its_content_its_text_parts_and_its_tool_calls(
     assert hits(conversation, "quarterly") == [6]
 
 
+def test_a_tool_calls_arguments_are_read_as_json_their_escapes_as_the_characters_they_are() -> None:
+    """Arguments come as a value or, OpenAI's way, as JSON text: both are read as JSON, so a
+    newline written "\\n" and a letter written "\\u00fc" in that text are a line break and
+    "ü", not the letters "n" and "u00fc" glued to the next word. The keys stay words, as
+    the page shows them."""
+    conversation = store(
+        [
+            user("write the script"),
+            tool_call("call_1", "write_file", {"content": "import os\nprint(os.getcwd())"}),
+            {
+                "role": "assistant",
+                "content": None,
+                "metadata": {
+                    "tool_calls": [
+                        {
+                            "id": "call_2",
+                            "type": "function",
+                            "function": {
+                                "name": "get_weather",
+                                "arguments": '{"city": "Z\\u00fcrich",\n "note": "first\\nsecond"}',
+                            },
+                        }
+                    ]
+                },
+            },
+            tool_call("call_3", "count", {"limit": 12345, "deep": [{"tag": "émigré"}]}),
+            tool_call("call_4", "shell", "not json: ls\\nwc"),
+        ]
+    )
+
+    assert hits(conversation, "print") == [1]
+    assert hits(conversation, "getcwd") == [1]
+    assert hits(conversation, "second") == [2]
+    assert hits(conversation, "zürich") == [2]
+    assert hits(conversation, "nprint") == []
+    assert hits(conversation, "u00fcrich") == []
+    assert hits(conversation, "city note") == [2], "the keys are words"
+    assert hits(conversation, "12345 émigré deep tag") == [3]
+    assert hits(conversation, "nwc") == [4], "text that is not JSON is read as it is"
+    (hit,) = search.first_hits([conversation.pk], search.terms("zürich")).values()
+    assert "city: <mark>Zürich</mark>" in hit.snippet.html
+
+
 def test_ids_types_images_signatures_and_metadata_are_not_text() -> None:
     conversation = store(
         [

@@ -194,9 +194,34 @@ def _call_text(call: dict[str, Any], parts: list[str]) -> None:
         function.get("arguments"),
     )
     if isinstance(arguments, str):
-        parts.append(arguments)
-    elif arguments is not None:
-        parts.append(jsontext.dumps(arguments))
+        text = arguments
+        try:
+            arguments = jsontext.loads_stored(text)
+        except (ValueError, RecursionError):  # not JSON (a call cut short): its text as it is
+            parts.append(text)
+            return
+    if arguments is not None:
+        _argument_text(arguments, parts)
+
+
+def _argument_text(value: Any, parts: list[str]) -> None:
+    """The words of a call's arguments, read as JSON: each string as the characters it
+    holds (not its JSON escapes: "\\n" is a line break), each number and boolean as JSON
+    writes it, and the keys, which the page shows (``city: Zürich``)."""
+    if isinstance(value, str):
+        parts.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                parts.append(f"{key}:")
+                _argument_text(item, parts)
+            else:
+                parts.append(f"{key}: {item if isinstance(item, str) else jsontext.dumps(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            _argument_text(item, parts)
+    elif value is not None:
+        parts.append(jsontext.dumps(value))
 
 
 # Queries.
