@@ -703,6 +703,30 @@ def test_the_list_shows_a_snippet_of_the_first_hit_linking_to_it(client: Client)
     assert "1 of 2" in opened
 
 
+@pytest.mark.parametrize("common", [False, True], ids=["rare", "common"])
+def test_the_list_s_first_hit_is_the_first_in_the_buffer_not_the_first_written(
+    client: Client, monkeypatch: pytest.MonkeyPatch, common: bool
+) -> None:
+    """A heal writes its placeholder after the messages it comes before: the first hit in
+    the buffer is then not the first written, and the list links the one the page opens
+    with, whether its words are collected (rare) or each conversation is checked (common)."""
+    conversation = store(
+        [user("go"), assistant("c1"), user("the call was interrupted, no result came")],
+        title="healed",
+    )
+    services.heal_conversation(conversation_id=conversation.pk, via="tests")
+    monkeypatch.setattr(search.listing, "COMMON_SHARE", 2)  # never common by the sample
+    if common:
+        monkeypatch.setattr(search.listing, "MATCH_CAP", -1)  # every conversation checked
+
+    assert hits(conversation, "interrupted result") == [2, 3]
+    match = api_list(client, "interrupted result")["healed"]
+    assert match is not None
+    assert match["index"] == 2
+    html = client.get("/", {"q": "interrupted result"}).text
+    assert f'href="/c/{conversation.pk}/?at=2&amp;q=interrupted%20result#m-2"' in html
+
+
 def test_a_query_s_quotes_and_ampersands_stay_escaped_in_the_snippet_link(client: Client) -> None:
     conversation = store([user("fish & chips")], title="dinner")
 

@@ -58,6 +58,12 @@ a quarter the cost of a lookup each; the lookups read every id, then sort them (
 ids: 6 ms, the walk 1 ms; 1,010 ids at 1%: 0.6 against 1.4 ms)."""
 
 
+FEW_IN_A_BLOCK = 16
+"""PostgreSQL: ``first_hits`` looks up each match of a conversation's first block with
+matches up to this many; more, it reads the block's messages in order to the first match
+(with k matches among a block's 512 messages, about 512 / k rows)."""
+
+
 @dataclass(frozen=True)
 class Matching:
     """The list's conversations that hold the words: ``condition`` filters the list, and
@@ -268,10 +274,16 @@ def _sqlite_words_held(words: Sequence[str]) -> tuple[str, list[str]]:
 def first_hits(
     conversation_ids: Sequence[int], words: Sequence[str], *, per_conversation: bool = False
 ) -> dict[int, Hit]:
-    """For each of these conversations that has a message holding the words, one such
-    message (the first written) with a snippet. Two queries, whatever the numbers.
-    ``per_conversation``: the list checked each conversation on its own (``Matching``); on SQLite
-    their messages are then read as that check read them."""
+    """For each of these conversations that has a message holding the words, the first such
+    message in its buffer (the one its page opens with), with a snippet. Two queries,
+    whatever the numbers. ``per_conversation``: the list checked each conversation on its
+    own (``Matching``); on SQLite their messages are then read as that check read them.
+
+    The first in the buffer, not the first written: a heal writes its placeholder after
+    the messages it comes before. A message's place is its block's start plus its slot,
+    which the message row holds, so each match's row is read (SQLite), or, on PostgreSQL,
+    whose index rows know their block, the rows of the matches in each conversation's
+    first block with matches only."""
     if not conversation_ids or not words:
         return {}
     ids = sorted(set(conversation_ids))
@@ -279,26 +291,46 @@ def first_hits(
         if connection.vendor == "sqlite" and per_conversation:
             holds, needles = _sqlite_words_held(words)
             listed = ", ".join(str(int(pk)) for pk in ids)
+            # The blocks in order (``block_start``), each one's messages by slot
+            # (``message_slot``): the walk stops at the first message that holds the words.
             cursor.execute(
-                "SELECT (SELECT m.id FROM buffers_message m JOIN buffers_messagesearch s "
-                f"ON s.rowid = m.id WHERE m.conversation_id = c.id AND {holds} "
-                f"ORDER BY m.id LIMIT 1) FROM buffers_conversation c WHERE c.id IN ({listed})",
+                "SELECT (SELECT m.id FROM buffers_block b JOIN buffers_message m "
+                "ON m.block_id = b.id JOIN buffers_messagesearch s ON s.rowid = m.id "
+                f"WHERE b.conversation_id = c.id AND {holds} ORDER BY b.start, m.slot LIMIT 1) "
+                f"FROM buffers_conversation c WHERE c.id IN ({listed})",
                 needles,
             )
         elif connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT MIN(message_id) FROM buffers_messagesearch "
-                "WHERE conversation_id = ANY(%s) AND document @@ %s::tsquery "
-                "GROUP BY conversation_id",
-                [ids, pg_query(words)],
+                # Each block's matches, then each conversation's first block with some:
+                # its start read by key, a small row a block (a join let the planner read
+                # every block of the database, as it did with few of them).
+                "WITH per AS MATERIALIZED (SELECT s.block_id AS b, "
+                "MIN(s.conversation_id) AS c, array_agg(s.message_id) AS ids "
+                "FROM buffers_messagesearch s WHERE s.conversation_id = ANY(%s) "
+                "AND s.document @@ %s::tsquery GROUP BY s.block_id), "
+                "firsts AS MATERIALIZED (SELECT DISTINCT ON (per.c) per.b, per.ids FROM per "
+                "ORDER BY per.c, (SELECT k.start FROM buffers_block k WHERE k.id = per.b)) "
+                # A few matches in the block: each one's row. Many: the block's rows by
+                # slot (``message_slot``) up to the first of them, a few rows in (the ids
+                # tested as a list, not through the primary key's index).
+                "SELECT CASE WHEN cardinality(f.ids) <= %s THEN (SELECT m.id "
+                "FROM buffers_message m WHERE m.id = ANY(f.ids) ORDER BY m.slot LIMIT 1) "
+                "ELSE (SELECT m.id FROM buffers_message m WHERE m.block_id = f.b "
+                "AND m.id + 0 = ANY(f.ids) ORDER BY m.slot LIMIT 1) END FROM firsts f",
+                [ids, pg_query(words), FEW_IN_A_BLOCK],
             )
         else:
             within = " OR ".join(f'"{pk}"' for pk in ids)
+            # SQLite gives a bare column the value of the row the one MIN() picked
+            # (lang_select.html, "bare columns in an aggregate query").
             cursor.execute(
-                "SELECT MIN(rowid) FROM buffers_messagesearch WHERE buffers_messagesearch "
-                "MATCH %s GROUP BY conversation_id",
+                "SELECT m.id, MIN(b.start + m.slot) FROM (SELECT rowid AS id "
+                "FROM buffers_messagesearch WHERE buffers_messagesearch MATCH %s) h "
+                "JOIN buffers_message m ON m.id = h.id JOIN buffers_block b ON b.id = m.block_id "
+                "GROUP BY m.conversation_id",
                 [f"conversation_id : ({within}) AND body : ({fts_body(words)})"],
             )
-        message_ids = [pk for (pk,) in cursor.fetchall() if pk is not None]
+        message_ids = [row[0] for row in cursor.fetchall() if row[0] is not None]
     hits = [hit_of(row, words) for row in messages_of(message_ids)]
     return {hit.conversation_id: hit for hit in hits}
