@@ -465,6 +465,43 @@ def test_0023_indexes_again_the_tool_calls_whose_arguments_were_split_as_json_te
 
 
 @pytest.mark.django_db(transaction=True)
+def test_0024_indexes_again_the_words_that_held_a_dotted_capital_i() -> None:
+    """Before 0024 "İstanbul" was indexed as "i̇stanbul" (Python's lowering: 'i' and a
+    combining dot): indexed again, a message and a title are found by "istanbul"."""
+    conversation = store(
+        [user("Trip to İstanbul"), user("an unrelated message")], title="trip", owner=acting_user()
+    )
+    store([user("nothing here")], title="İstanbul notes", owner=acting_user())
+    trip, unrelated = Message.objects.filter(conversation=conversation).order_by("pk")
+    # The words as they were made then, back there (the other message's made up, as a
+    # message left as it is shows them):
+    with migrated_back_to("0023_tool_call_arguments_read_as_json"), connection.cursor() as c:
+        old = "trip to i\u0307stanbul"
+        if connection.vendor == "sqlite":
+            c.execute("UPDATE buffers_messagesearch SET body = %s WHERE rowid = %s", [old, trip.pk])
+            c.execute("UPDATE buffers_messagesearch SET body = 'kept' WHERE rowid = %s",
+                      [unrelated.pk])  # fmt: skip
+            c.execute("UPDATE buffers_conversationsearch SET words = %s WHERE words LIKE %s",
+                      ["i\u0307stanbul notes", "%notes%"])  # fmt: skip
+        else:
+            c.execute("UPDATE buffers_messagesearch SET document = %s::tsvector "
+                      "WHERE message_id = %s", [old, trip.pk])  # fmt: skip
+            c.execute("UPDATE buffers_messagesearch SET document = 'kept'::tsvector "
+                      "WHERE message_id = %s", [unrelated.pk])  # fmt: skip
+        c.execute("UPDATE buffers_conversation SET search_words = %s WHERE title = %s",
+                  ["i\u0307stanbul notes", "İstanbul notes"])  # fmt: skip
+
+    for stored in Conversation.objects.all():
+        assert_consistent(stored)
+    assert search.hit_indexes(conversation, search.terms("istanbul")) == [0]
+    page = signed_in().get("/", {"q": "istanbul"}).text
+    assert "İstanbul notes" in page
+    assert search.hit_indexes(conversation, search.terms("kept")) == [1], (
+        "left as it was: only what held the dotted i is indexed again"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's triggers")
 def test_a_migrate_with_nothing_to_apply_leaves_the_append_and_the_cascades_standing() -> None:
     """``manage.py migrate`` sends pre_migrate even when it has nothing to apply (a deploy

@@ -215,6 +215,21 @@ def test_a_snippet_marks_a_word_with_a_dotted_capital_i_found_by_its_own_spellin
     assert "<mark>İstanbul</mark>" in hit.snippet.html
 
 
+def test_a_dotted_capital_i_is_found_by_a_plain_i(client: Client) -> None:
+    """Python lowers 'İ' to 'i' and a combining dot above: "İstanbul" was indexed as
+    "i̇stanbul", which "istanbul" typed does not begin. Words hold a plain 'i' for it."""
+    conversation = store([user("Trip to İSTANBUL and İzmir")], title="trip")
+    store([user("nothing here")], title="İstanbul notes")
+
+    for typed in ("istanbul", "ISTANBUL", "İstanbul", "izmir"):
+        assert hits(conversation, typed) == [0], typed
+    assert found("istanbul") == {"trip", "İstanbul notes"}
+    assert found("İstanbul") == {"trip", "İstanbul notes"}
+    (hit,) = search.first_hits([conversation.pk], search.terms("istanbul izmir")).values()
+    assert "<mark>İSTANBUL</mark> and <mark>İzmir</mark>" in hit.snippet.html
+    assert api_search(client, conversation, q="istanbul")["count"] == 1
+
+
 def test_words_that_are_operators_in_a_query_language_are_only_words() -> None:
     conversation = store([user("this AND that"), user("NOT near OR far"), user("plain")])
 

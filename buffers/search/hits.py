@@ -328,6 +328,7 @@ def _pattern(words: Sequence[str]) -> re.Pattern[str] | None:
 
 
 def _spelled(word: str) -> str:
-    """A pattern of ``word`` as text may spell it, case aside: Python lowers 'İ' to 'i' and a
-    combining dot, which no case-blind match takes back to 'İ'."""
+    """A pattern of ``word`` as text may spell it, case aside: a word typed with 'i' and a
+    combining dot above matches a dotted capital 'İ' too (which words hold as a plain 'i',
+    and a case-blind 'i' matches)."""
     return re.escape(word).replace("i\u0307", "(?:i\u0307|\u0130)")

@@ -83,8 +83,13 @@ form only. Migration 0019 indexes again what held the others."""
 
 def _lowered(text: str) -> str:
     """``text`` composed, lowercased and folded (``FOLDED``): one word whichever of these
-    letters it is written with."""
-    return nfc(text).lower().translate(FOLDED)
+    letters it is written with. A dotted capital I is a plain 'i' first: Python lowers it
+    to 'i' and a combining dot above, so "İstanbul" was "i̇stanbul", which "istanbul" does
+    not begin (migration 0024)."""
+    text = nfc(text)
+    if "\u0130" in text:
+        text = text.replace("\u0130", "i")
+    return text.lower().translate(FOLDED)
 
 
 MAX_WORD = 200

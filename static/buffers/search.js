@@ -46,8 +46,12 @@
     var alternatives = words.map(function (word) {
       // The server reads text composed (NFC); a page's text may be decomposed.
       var spellings = [word.normalize("NFC"), word.normalize("NFD")].map(function (spelling) {
-        // 'İ' lowered is 'i' and a combining dot, which no case-blind match takes back.
-        return escapeRegExp(spelling).replace(/i\u0307/g, "(?:i\u0307|\u0130)");
+        // The server's words hold 'İ' as a plain 'i', which a case-blind match here does
+        // not take to 'İ' (Unicode's simple case folding leaves it); a word typed with 'i'
+        // and a combining dot matches it too.
+        return escapeRegExp(spelling).replace(/i\u0307|i/g, function (i) {
+          return i === "i" ? "[i\u0130]" : "(?:i\u0307|\u0130)";
+        });
       });
       var either = "(?:" + spellings.join("|") + ")";
       return either + (word.length >= 2 ? WORD + "*" : "(?!" + WORD + ")");

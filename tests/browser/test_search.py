@@ -252,11 +252,12 @@ def test_a_word_with_combining_marks_is_marked_whole_however_the_page_spells_it(
     spelled = unicodedata.normalize("NFD", "café")
     expect(page.locator("#m-1 mark.search-word:visible")).to_have_text([spelled])
 
-    field.fill("İstanbul")  # its word lowered is 'i' and a combining dot
-    field.press("Enter")
+    for typed in ("İstanbul", "istanbul"):  # words hold 'İ' as a plain 'i'
+        field.fill(typed)
+        field.press("Enter")
 
-    expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
-    expect(page.locator("#m-2 mark.search-word:visible")).to_have_text(["İstanbul"])
+        expect(page.locator("#search-state .search-count")).to_have_text("1 of 1")
+        expect(page.locator("#m-2 mark.search-word:visible")).to_have_text(["İstanbul"])
 
 
 def test_a_hit_on_a_tools_name_marks_the_name_in_its_call_and_only_there(
