@@ -502,6 +502,46 @@ def test_0024_indexes_again_the_words_that_held_a_dotted_capital_i() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+def test_0025_indexes_again_the_text_that_held_a_soft_hyphen() -> None:
+    """Before 0025 a soft hyphen split its word: indexed again, a message (its text, or a
+    call's arguments as JSON text escaping it) and a title are found by the word whole."""
+    escaped = '{"note": "Jahr\\u00adhundert"}'  # the arguments' text holds the escape
+    conversation = store(
+        [
+            user("im Jahr Zwei\u00adtausend"),
+            {
+                "role": "assistant",
+                "content": None,
+                "metadata": {"tool_calls": [{"id": "c1", "name": "note", "arguments": escaped}]},
+            },
+            user("an unrelated message"),
+        ],
+        title="years",
+        owner=acting_user(),
+    )
+    store([user("nothing here")], title="Jahr\u00adtausend", owner=acting_user())
+    with migrated_back_to("0024_dotted_capital_i_as_i"), connection.cursor() as c:
+        old = "zwei tausend jahr hundert kept"  # the words as they were made then
+        if connection.vendor == "sqlite":
+            c.execute("UPDATE buffers_messagesearch SET body = %s", [old])
+            c.execute("UPDATE buffers_conversationsearch SET words = %s WHERE words LIKE %s",
+                      ["jahr tausend", "%tausend%"])  # fmt: skip
+        else:
+            c.execute("UPDATE buffers_messagesearch SET document = %s::tsvector", [old])
+        c.execute("UPDATE buffers_conversation SET search_words = %s WHERE title = %s",
+                  ["jahr tausend", "Jahr\u00adtausend"])  # fmt: skip
+
+    for stored in Conversation.objects.all():
+        assert_consistent(stored)
+    assert search.hit_indexes(conversation, search.terms("zweitausend")) == [0]
+    assert search.hit_indexes(conversation, search.terms("jahrhundert")) == [1]
+    assert search.hit_indexes(conversation, search.terms("kept")) == [2], (
+        "left as it was: only what held a soft hyphen is indexed again"
+    )
+    assert "Jahr\u00adtausend" in signed_in().get("/", {"q": "jahrtausend"}).text
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's triggers")
 def test_a_migrate_with_nothing_to_apply_leaves_the_append_and_the_cascades_standing() -> None:
     """``manage.py migrate`` sends pre_migrate even when it has nothing to apply (a deploy

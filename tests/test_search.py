@@ -230,6 +230,19 @@ def test_a_dotted_capital_i_is_found_by_a_plain_i(client: Client) -> None:
     assert api_search(client, conversation, q="istanbul")["count"] == 1
 
 
+def test_a_word_with_a_soft_hyphen_is_one_word(client: Client) -> None:
+    """A soft hyphen (U+00AD) only says where a word may break at a line's end, and is not
+    shown: "Zwei\u00adtausend" is the word "zweitausend", in text and in a query."""
+    conversation = store([user("im Jahr Zwei\u00adtausend")], title="Jahr\u00adtausend")
+
+    assert hits(conversation, "zweitausend") == [0]
+    assert hits(conversation, "zwei\u00adtausend") == [0]
+    assert hits(conversation, "tausend") == []
+    assert found("jahrtausend") == {"Jahr\u00adtausend"}
+    (hit,) = search.first_hits([conversation.pk], search.terms("zweitausend")).values()
+    assert "<mark>Zweitausend</mark>" in hit.snippet.html
+
+
 def test_words_that_are_operators_in_a_query_language_are_only_words() -> None:
     conversation = store([user("this AND that"), user("NOT near OR far"), user("plain")])
 

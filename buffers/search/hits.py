@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from buffers.models import BUFFER_INDEX, Conversation, Message
 
-from .words import fts_body, is_prefix, nfc, pg_query, text_of, word_character
+from .words import fts_body, is_prefix, nfc, pg_query, text_of, unhyphenated, word_character
 
 SNIPPET_CHARS = 160
 """About how long a snippet is."""
@@ -278,7 +278,8 @@ def messages_of(message_ids: Sequence[int]) -> Iterable[Any]:
 
 
 def hit_of(row: Any, words: Sequence[str]) -> Hit:
-    text = nfc(text_of(row.role, row.content, row.metadata))
+    # Without soft hyphens, as its words were made: "Zwei\u00adtausend" is marked whole.
+    text = unhyphenated(nfc(text_of(row.role, row.content, row.metadata)))
     return Hit(row.conversation_id, row.index, row.role, snippet(text, words))
 
 

@@ -92,6 +92,16 @@ def _lowered(text: str) -> str:
     return text.lower().translate(FOLDED)
 
 
+SOFT_HYPHEN = "\u00ad"
+"""Where a word may break at a line's end, not shown: dropped before text is split, so
+"Zwei\u00adtausend" is one word (migration 0025)."""
+
+
+def unhyphenated(text: str) -> str:
+    """``text`` without its soft hyphens."""
+    return text.replace(SOFT_HYPHEN, "") if SOFT_HYPHEN in text else text
+
+
 MAX_WORD = 200
 """Longer words (base64, minified code) are not indexed: PostgreSQL takes 2,047 bytes."""
 
@@ -158,7 +168,7 @@ def words_of(text: str) -> str:
         if len(text) > MAX_WORD:
             found = {w for w in found if len(w) <= MAX_WORD}
         return b" ".join(found).decode()
-    words = set(_words().findall(_lowered(text)))
+    words = set(_words().findall(_lowered(unhyphenated(text))))
     if len(text) > MAX_WORD:
         words = {w for w in words if len(w) <= MAX_WORD}
     joined = " ".join(words)
@@ -234,10 +244,11 @@ def _argument_text(value: Any, parts: list[str]) -> None:
 
 def clean(query: str | None) -> str:
     """A query as it is searched for: at most ``MAX_QUERY`` characters, without control
-    characters (U+0000 among them, which PostgreSQL cannot take), trimmed."""
+    characters (U+0000 among them, which PostgreSQL cannot take) and soft hyphens,
+    trimmed."""
     if not query:
         return ""
-    query = query[:MAX_QUERY]
+    query = unhyphenated(query[:MAX_QUERY])
     if not query.isprintable():
         query = "".join(c if c.isprintable() else " " for c in query)
     return query.strip()
