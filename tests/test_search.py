@@ -172,6 +172,17 @@ def test_words_in_any_script_are_found_by_their_own_letters() -> None:
     assert hits(conversation, "stra") == [4]
 
 
+def test_text_written_without_spaces_is_found_by_the_start_of_each_run() -> None:
+    """A known limit (README, decisions.md): a run of letters is one word, so Japanese,
+    Chinese or Thai text is found by the start of a run, not by a word inside it."""
+    conversation = store([user("東京タワーに行きます"), user("สวัสดีครับ")])
+
+    assert hits(conversation, "東京") == [0]
+    assert hits(conversation, "สวัสดี") == [1]
+    assert hits(conversation, "タワー") == []  # inside the run: not found
+    assert hits(conversation, "ครับ") == []
+
+
 def test_a_word_with_combining_marks_is_one_word_however_it_is_composed(client: Client) -> None:
     conversation = store(
         [
