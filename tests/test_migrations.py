@@ -451,7 +451,7 @@ def test_0023_indexes_again_the_tool_calls_whose_arguments_were_split_as_json_te
         ],
         owner=acting_user(),
     )
-    with migrated_back_to("0022_verdicts_of_parts_judged_since"), connection.cursor() as cursor:
+    with migrated_back_to("0022_verdicts_counted_again"), connection.cursor() as cursor:
         old = "write_file text import os nprint"  # the words as they were made then
         if connection.vendor == "sqlite":
             cursor.execute("UPDATE buffers_messagesearch SET body = %s", [old])

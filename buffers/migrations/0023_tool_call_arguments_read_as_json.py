@@ -23,6 +23,6 @@ def _messages_again(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("buffers", "0022_verdicts_of_parts_judged_since")]
+    dependencies = [("buffers", "0022_verdicts_counted_again")]
 
     operations = [migrations.RunPython(_messages_again, migrations.RunPython.noop, elidable=True)]
