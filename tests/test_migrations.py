@@ -502,8 +502,8 @@ def test_0024_indexes_again_the_words_that_held_a_dotted_capital_i() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_0025_indexes_again_the_text_that_held_a_soft_hyphen() -> None:
-    """Before 0025 a soft hyphen split its word: indexed again, a message (its text, or a
+def test_0024_indexes_again_the_text_that_held_a_soft_hyphen() -> None:
+    """Before 0024 a soft hyphen split its word: indexed again, a message (its text, or a
     call's arguments as JSON text escaping it) and a title are found by the word whole."""
     escaped = '{"note": "Jahr\\u00adhundert"}'  # the arguments' text holds the escape
     conversation = store(
@@ -520,7 +520,7 @@ def test_0025_indexes_again_the_text_that_held_a_soft_hyphen() -> None:
         owner=acting_user(),
     )
     store([user("nothing here")], title="Jahr\u00adtausend", owner=acting_user())
-    with migrated_back_to("0024_dotted_capital_i_as_i"), connection.cursor() as c:
+    with migrated_back_to("0023_tool_call_arguments_read_as_json"), connection.cursor() as c:
         old = "zwei tausend jahr hundert kept"  # the words as they were made then
         if connection.vendor == "sqlite":
             c.execute("UPDATE buffers_messagesearch SET body = %s", [old])

@@ -94,7 +94,7 @@ def _lowered(text: str) -> str:
 
 SOFT_HYPHEN = "\u00ad"
 """Where a word may break at a line's end, not shown: dropped before text is split, so
-"Zwei\u00adtausend" is one word (migration 0025)."""
+"Zwei\u00adtausend" is one word (migration 0024)."""
 
 
 def unhyphenated(text: str) -> str:
