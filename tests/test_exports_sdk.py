@@ -466,6 +466,7 @@ def test_a_result_naming_no_call_goes_to_gemini_as_the_response_to_the_call_at_i
     [
         (["zz", "c1"], [("b", None), ("a", "c1")]),
         (["c2", "zz"], [("b", "c2"), ("a", None)]),
+        (["zz", "and?", "yy"], [("a", None), ("b", None)]),
     ],
 )
 def test_results_naming_no_call_take_the_names_of_the_calls_no_other_response_answers(
@@ -481,7 +482,12 @@ def test_results_naming_no_call_take_the_names_of_the_calls_no_other_response_an
         [
             user("look it up"),
             {"role": "assistant", "content": None, "metadata": {"tool_calls": calls}},
-            *({"role": "tool", "content": "?", "metadata": {"tool_call_id": i}} for i in answered),
+            *(
+                user(i)
+                if i == "and?"
+                else {"role": "tool", "content": "?", "metadata": {"tool_call_id": i}}
+                for i in answered
+            ),
         ]
     )
 

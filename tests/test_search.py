@@ -704,6 +704,39 @@ def test_a_snippet_that_begins_inside_a_word_does_not_mark_the_cut_piece() -> No
     assert cut.html.endswith("-/<mark>weather</mark>/report")
 
 
+def test_a_snippet_that_ends_inside_a_word_does_not_mark_the_cut_piece() -> None:
+    """From the review: the snippet's end, cut inside "xyz…", made its "x" look whole."""
+    text = "x " + "-" * 157 + "xyz" + "-" * 40
+
+    cut = search.snippet(text, search.terms("x"))
+
+    assert [piece for piece, marked in cut.pieces if marked] == ["x"]
+
+
+def test_a_listed_snippet_of_a_decomposed_word_with_a_soft_hyphen_marks_the_word(
+    client: Client,
+) -> None:
+    """From the review: the snippet composed its text before dropping the soft hyphen, as
+    words and queries do not, and so marked nothing."""
+    store([user("un cafe\u00ad\u0301 noir")], title="menu")
+
+    assert "<mark>café</mark>" in client.get("/", {"q": "café"}).text
+
+
+def test_a_call_whose_arguments_escape_a_character_no_database_stores_is_listed(
+    client: Client,
+) -> None:
+    """From the review: read as JSON, arguments escaping a lone surrogate or U+0000 put the
+    character itself into the words and the snippet, and the list page was a 500."""
+    arguments = '{"q": "weather \\ud800 report \\u0000 today"}'
+    store([tool_call("c1", "search", arguments)], title="odd")
+
+    page = client.get("/", {"q": "weather"})
+
+    assert page.status_code == 200
+    assert "\ufffd report" in api_list(client, "weather")["odd"]["snippet"]
+
+
 def test_a_snippet_escapes_the_text_and_marks_only_the_matches(client: Client) -> None:
     hostile = "<script>alert('weather')</script> <b onmouseover=x>weather</b> & <mark>"
     conversation = store([user(hostile)], title="hostile")

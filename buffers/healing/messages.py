@@ -155,6 +155,11 @@ REPLACEMENT = "\ufffd"
 """What ``storable_copy`` writes for a character no database stores (U+FFFD)."""
 
 
+def storable_text(text: str) -> str:
+    """``text`` with each U+0000 and lone surrogate replaced by U+FFFD."""
+    return _UNSTORABLE.sub(REPLACEMENT, text)
+
+
 def storable_copy(value: object) -> tuple[object, list[tuple[str, str]]]:
     """``value`` with each U+0000 and lone surrogate in its strings and keys replaced by
     U+FFFD, and where (``.output``, ``[2].text``, as ``json_problem_at`` names places; a

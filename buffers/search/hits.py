@@ -279,7 +279,7 @@ def messages_of(message_ids: Sequence[int]) -> Iterable[Any]:
 
 def hit_of(row: Any, words: Sequence[str]) -> Hit:
     # Without soft hyphens, as its words were made: "Zwei\u00adtausend" is marked whole.
-    text = unhyphenated(nfc(text_of(row.role, row.content, row.metadata)))
+    text = nfc(unhyphenated(text_of(row.role, row.content, row.metadata)))
     return Hit(row.conversation_id, row.index, row.role, snippet(text, words))
 
 
@@ -303,9 +303,11 @@ def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> Snip
         end = space if space >= 0 else end
     pieces: list[tuple[str, bool]] = []
     at = start
-    # Matched in the whole text from ``start``, not in a slice of it: the letters before
-    # ``start`` of a word cut there say that its piece is no match.
-    for match in pattern.finditer(text, start, end) if pattern else ():
+    # Matched in the whole text from ``start``, not in a slice of it: the letters around
+    # a word cut at ``start`` or at ``end`` say that its piece is no match.
+    for match in pattern.finditer(text, start) if pattern else ():
+        if match.end() > end:
+            break
         pieces.append((text[at : match.start()], False))
         pieces.append((match.group(), True))
         at = match.end()

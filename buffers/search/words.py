@@ -11,6 +11,7 @@ from typing import Any
 
 from buffers import healing
 from buffers.healing import jsontext
+from buffers.healing.messages import storable_text
 
 MAX_QUERY = 200
 """The most characters of a query read; the rest is ignored."""
@@ -216,27 +217,35 @@ def _call_text(call: dict[str, Any], parts: list[str]) -> None:
             parts.append(text)
             return
     if arguments is not None:
-        _argument_text(arguments, parts)
+        # Read, JSON's escapes are characters, those no database stores among them.
+        found: list[str] = []
+        _argument_text(arguments, found)
+        parts.extend(storable_text(text) for text in found)
 
 
 def _argument_text(value: Any, parts: list[str]) -> None:
     """The words of a call's arguments, read as JSON: each string as the characters it
     holds (not its JSON escapes: "\\n" is a line break), each number and boolean as JSON
-    writes it, and the keys, which the page shows (``city: Zürich``)."""
-    if isinstance(value, str):
-        parts.append(value)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, dict | list):
-                parts.append(f"{key}:")
-                _argument_text(item, parts)
-            else:
-                parts.append(f"{key}: {item if isinstance(item, str) else jsontext.dumps(item)}")
-    elif isinstance(value, list):
-        for item in value:
-            _argument_text(item, parts)
-    elif value is not None:
-        parts.append(jsontext.dumps(value))
+    writes it, and the keys, which the page shows (``city: Zürich``). In order, without
+    recursion: arguments may nest as deep as JSON text is read (1,024)."""
+    waiting: list[Any] = [value]
+    while waiting:
+        value = waiting.pop()
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, dict):
+            inner: list[Any] = []
+            for key, item in value.items():
+                if isinstance(item, dict | list):
+                    inner += [f"{key}:", item]
+                else:
+                    shown = item if isinstance(item, str) else jsontext.dumps(item)
+                    inner.append(f"{key}: {shown}")
+            waiting.extend(reversed(inner))
+        elif isinstance(value, list):
+            waiting.extend(reversed(value))
+        elif value is not None:
+            parts.append(jsontext.dumps(value))
 
 
 # Queries.

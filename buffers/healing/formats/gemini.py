@@ -336,6 +336,8 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
     before = 0  # the responses of the user turns before it, since the calls
     last_calls: list[Call] = []  # the last model turn's calls
     answered: set[str | None] = set()  # their ids that responses since them answer
+    given: list[Call] = []  # those given to responses of no call, in earlier user turns
+    giving: list[Call] = []  # those given so in this user turn
     for message in messages:
         if message.role == "system":
             continue
@@ -347,6 +349,7 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             places = {usable_id(c.id): p for p, c in enumerate(calls) if _id_synthesized(c)}
             unsent.update(places)
             responses, unnamed, before, last_calls, answered = [], [], 0, calls, set()
+            given, giving = [], []
             order = namespace(message, "gemini").get("layout")
             content = gemini_parts(message.content, "assistant")
             parts = arrange(order, content, [call_part(c) for c in calls])
@@ -355,17 +358,26 @@ def write(messages: Sequence[Message], fields: Mapping[str, Any]) -> dict[str, A
             place = places.get(usable_id(message.metadata.get("tool_call_id")))
             if not joins_results(message, previous, "gemini", NEW_TURN):
                 before += len(responses)
-                responses, unnamed = [], []
+                responses, unnamed, given = [], [], given + giving
                 written.append(start(message, "user", []))
             responses.append((place, response_parts(message, names, unsent)))
             unnamed.append(_names_no_call(message, names))
             if not unnamed[-1]:
                 answered.add(usable_id(message.metadata.get("tool_call_id")))
             order = placed(responses, before)
-            free = iter([c for c in last_calls if usable_id(c.id) not in answered])
+            free = iter(
+                [
+                    c
+                    for c in last_calls
+                    if usable_id(c.id) not in answered and all(c is not g for g in given)
+                ]
+            )
+            giving = []
             for index in order:
                 if unnamed[index]:
-                    _as_response_to(responses[index][1][0], next(free, None))
+                    call = next(free, None)
+                    giving += [call] if call is not None else []
+                    _as_response_to(responses[index][1][0], call)
             written[-1]["parts"] = [part for index in order for part in responses[index][1]]
         else:
             parts = gemini_parts(message.content, message.role)
