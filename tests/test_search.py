@@ -733,8 +733,10 @@ def test_a_call_whose_arguments_escape_a_character_no_database_stores_is_listed(
 
     page = client.get("/", {"q": "weather"})
 
+    match = api_list(client, "weather")["odd"]
     assert page.status_code == 200
-    assert "\ufffd report" in api_list(client, "weather")["odd"]["snippet"]
+    assert match is not None
+    assert "\ufffd report" in match["snippet"]
 
 
 def test_a_snippet_escapes_the_text_and_marks_only_the_matches(client: Client) -> None:
