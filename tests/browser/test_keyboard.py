@@ -299,8 +299,9 @@ def test_a_key_s_load_dropped_while_a_search_is_on_its_way_leaves_the_keys_worki
     held[0].continue_()
 
     expect(page.locator("#search-state .search-count")).to_have_text("1 of 2")
+    expect(page.locator("#m-10")).to_have_class(re.compile(r"\bsearch-hit\b"))  # marked after
     page.keyboard.press("Escape")
-    page.evaluate("flowdrop.goTo(document.querySelector('.search-hit'))")
+    page.evaluate("flowdrop.goTo(document.getElementById('m-10'))")
     page.keyboard.press("j")
     expect(page.locator("#m-11")).to_be_focused()
 
