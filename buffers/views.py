@@ -19,7 +19,6 @@ from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
-    HttpResponseBadRequest,
     JsonResponse,
 )
 from django.shortcuts import redirect, render
@@ -103,9 +102,9 @@ def _choice(value: str | None, choices: dict[str, Any], default: str) -> str:
     return value if value in choices else default
 
 
-def _bad_request(sentence: str) -> HttpResponse:
-    """A 400 whose sentence may quote the request: plain text, never read as markup."""
-    return HttpResponseBadRequest(sentence, content_type="text/plain; charset=utf-8")
+def _plain(sentence: str, status: int = 400) -> HttpResponse:
+    """An answer of one sentence, which may quote the request: plain text, never markup."""
+    return HttpResponse(sentence, status=status, content_type="text/plain; charset=utf-8")
 
 
 def _int(value: str | None) -> int | None:
@@ -300,11 +299,10 @@ def message_json(request: HttpRequest, pk: int, index: int) -> HttpResponse:
         raise Http404("No such message.")
     shown = _int(request.GET.get("id"))
     if shown is not None and row.pk != shown:  # a write moved another message to the index
-        return HttpResponse(
+        return _plain(
             f"Message {index} is no longer the one this page showed (a write since has moved "
             "it): reload the page.",
-            status=409,
-            content_type="text/plain; charset=utf-8",
+            409,
         )
     return HttpResponse(presenters.raw_json(row.as_core()), content_type="application/json")
 
@@ -319,7 +317,7 @@ def conversation_next_problem(request: HtmxHttpRequest, pk: int) -> HttpResponse
     conversation = _visible(request, pk)
     kind = request.GET.get("kind", "")
     if kind not in healing.verdicts.PROBLEM_LABELS:
-        return _bad_request(f"Unknown kind of problem {kind!r}.")
+        return _plain(f"Unknown kind of problem {kind!r}.")
     after = _int(request.GET.get("from"))
     index = selectors.next_problem(
         conversation,
@@ -482,7 +480,7 @@ def conversation_append(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("Only the conversation's owner can send it a turn.")
     kind = request.POST.get("kind", "")
     if kind not in FORMS:
-        return _bad_request(f"Unknown kind of message {kind!r}.")
+        return _plain(f"Unknown kind of message {kind!r}.")
     form = FORMS[kind](request.POST, prefix=kind)
     batch: list[healing.Message] = []
     if form.is_valid():

@@ -173,7 +173,7 @@ def storable_copy(value: object) -> tuple[object, list[tuple[str, str]]]:
         surrogate = _SURROGATE.search(text)
         if surrogate is None and "\x00" not in text:
             return text
-        copy = _UNSTORABLE.sub(REPLACEMENT, text)
+        copy = storable_text(text)
         place = f"{where}.{copy}" if key else where
         if "\x00" in text:
             places.append((place, "U+0000"))
