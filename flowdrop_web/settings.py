@@ -147,6 +147,13 @@ else:
     # search over a few rows whose estimate is high); a web app's queries are short.
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options["options"] = f"{options.get('options', '')} -c jit=off".strip()
+    # A statement a connection has run five times is prepared on the server (psycopg's
+    # server-side binding), so PostgreSQL no longer parses and plans it on every run: a
+    # heal-append's CPU in PostgreSQL 2.4 -> 1.4 ms. A pooler in transaction mode that
+    # cannot keep prepared statements (PgBouncer before 1.21) needs FLOWDROP_DB_PREPARED=0.
+    if _env_flag("FLOWDROP_DB_PREPARED", default=True):
+        options.setdefault("server_side_binding", True)
+        options.setdefault("prepare_threshold", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -183,6 +183,74 @@ def test_postgresql_sessions_run_without_the_jit_compiler() -> None:
         assert cursor.fetchone() == ("off",)
 
 
+# A statement a connection runs again and again is prepared on the server (psycopg's
+# server-side binding), so PostgreSQL parses and plans an append's statements once per
+# connection, not on every append; FLOWDROP_DB_PREPARED=0 turns it off for a pooler that
+# cannot keep prepared statements.
+
+
+def _prepared_statements() -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [statement for (statement,) in cursor.fetchall()]
+
+
+@pytest.mark.django_db
+def test_postgresql_prepares_the_statements_appends_run_again_and_again() -> None:
+    from django.db import connection
+
+    from buffers import healing, services
+    from tests.buffers import assistant, store, user
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's prepared statements")
+    conversation = store([user("start")])
+    assert not any("pg_advisory_xact_lock" in s for s in _prepared_statements())
+
+    for number in range(6):
+        for message in (assistant(f"call-{number}"), user(f"turn {number}")):
+            services.append_messages(
+                conversation_id=conversation.pk,
+                messages=healing.parse_messages([message], appendable=True),
+                via="tests",
+            )
+
+    assert any("pg_advisory_xact_lock" in s for s in _prepared_statements())
+    conversation.refresh_from_db()
+    assert conversation.message_count == 1 + 6 * 3  # each call, its healed result, the turn
+
+
+def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's prepared statements")
+    ask = (
+        "import django; django.setup()\n"
+        "from django.db import connection\n"
+        "with connection.cursor() as cursor:\n"
+        "    for _ in range(8):\n"
+        "        cursor.execute('SELECT %s::int + 1', [1])\n"
+        "    cursor.execute('SELECT count(*) FROM pg_prepared_statements')\n"
+        "    print(cursor.fetchone()[0])\n"
+    )
+    database_url = os.environ["DATABASE_URL"]
+
+    def prepared(flag: str) -> str:
+        env = deployment(tmp_path, DATABASE_URL=database_url, FLOWDROP_DB_PREPARED=flag)
+        env["DJANGO_SETTINGS_MODULE"] = "flowdrop_web.settings"
+        run = subprocess.run(
+            [sys.executable, "-c", ask], env=env, cwd=ROOT, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    assert prepared("1") == "1"
+    assert prepared("0") == "0"
+
+
 # A worker keeps its PostgreSQL connection between requests (CONN_MAX_AGE), and checks it
 # before a request uses it, so that a restarted server is no error.
 
