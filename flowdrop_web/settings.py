@@ -148,12 +148,17 @@ else:
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options["options"] = f"{options.get('options', '')} -c jit=off".strip()
     # A statement a connection has run five times is prepared on the server (psycopg's
-    # server-side binding), so PostgreSQL no longer parses and plans it on every run: a
-    # heal-append's CPU in PostgreSQL 2.4 -> 1.4 ms. A pooler in transaction mode that
-    # cannot keep prepared statements (PgBouncer before 1.21) needs FLOWDROP_DB_PREPARED=0.
+    # server-side binding), so PostgreSQL no longer parses it on every run. It still plans
+    # each run for its parameters (force_custom_plan): the one plan PostgreSQL would keep
+    # instead made the list filtered to unanswered calls 7x slower at 100,000
+    # conversations. A buffer write keeps that plan for its own statements (the buffer
+    # lock's statement says so, services/locking.py): a heal-append's CPU in PostgreSQL
+    # 2.8 -> 1.5 ms under benchmarks/load.py. A pooler in transaction mode that cannot
+    # keep prepared statements (PgBouncer before 1.21) needs FLOWDROP_DB_PREPARED=0.
     if _env_flag("FLOWDROP_DB_PREPARED", default=True):
         options.setdefault("server_side_binding", True)
         options.setdefault("prepare_threshold", 5)
+        options["options"] += " -c plan_cache_mode=force_custom_plan"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

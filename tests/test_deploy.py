@@ -222,6 +222,34 @@ def test_postgresql_prepares_the_statements_appends_run_again_and_again() -> Non
     assert conversation.message_count == 1 + 6 * 3  # each call, its healed result, the turn
 
 
+@pytest.mark.django_db(transaction=True)
+def test_reads_are_planned_for_their_parameters_and_buffer_writes_keep_one_plan() -> None:
+    """PostgreSQL's one plan for a prepared statement suits a write keyed by conversation
+    and position; a read filtered one way or another is planned for its parameters (the
+    one plan made the list filtered to unanswered calls 7x slower at 100,000)."""
+    from django.db import connection, transaction
+
+    from buffers.services.locking import with_buffer_lock
+    from tests.buffers import store, user
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's plan cache")
+    conversation = store([user("start")])
+
+    def plan_cache_mode(*_: object) -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW plan_cache_mode")
+            mode: str = cursor.fetchone()[0]
+            return mode
+
+    assert plan_cache_mode() == "force_custom_plan"
+    assert with_buffer_lock(conversation.pk, "tests", plan_cache_mode) == "auto"
+    assert plan_cache_mode() == "force_custom_plan"
+    with transaction.atomic():  # a keyed request's transaction reads on after its write
+        assert with_buffer_lock(conversation.pk, "tests", plan_cache_mode) == "auto"
+        assert plan_cache_mode() == "force_custom_plan"
+
+
 def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> None:
     from django.db import connection
 
