@@ -243,10 +243,14 @@ RETURNING id
 # PostgreSQL, in one statement: bound the wait for a request in flight with the key (its
 # uncommitted row holds the insert), insert, and put the bound back once the row is in (the
 # RETURNING clause runs after the wait; the bound is kept in a custom setting meanwhile).
+# The write's statements, which find rows by key and position, then run on the plan
+# PostgreSQL keeps for a prepared statement (plan_cache_mode, for this transaction, as
+# the buffer lock's statement does: services/locking.py).
 _BOUNDED_CLAIM = """
 WITH bounded AS MATERIALIZED (
     SELECT set_config('flowdrop.lock_timeout', current_setting('lock_timeout'), true),
-           set_config('lock_timeout', %s, true)
+           set_config('lock_timeout', %s, true),
+           set_config('plan_cache_mode', 'auto', true)
 )
 INSERT INTO buffers_idempotentrequest
     (user_id, key, fingerprint, status, content_type, body, location, created_at)

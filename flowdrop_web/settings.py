@@ -143,6 +143,10 @@ else:
     kept = "0" if sys.argv[1:2] in (["runserver"], ["testserver"]) else "60"
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", kept))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Django's backend, whose check of a kept connection makes no round trip unless the
+    # server has sent something (flowdrop_web/postgresql/base.py).
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "flowdrop_web.postgresql"
     # No JIT: it compiles any query the planner costs above a threshold (~30 ms for a
     # search over a few rows whose estimate is high); a web app's queries are short.
     options = DATABASES["default"].setdefault("OPTIONS", {})
@@ -151,10 +155,12 @@ else:
     # server-side binding), so PostgreSQL no longer parses it on every run. It still plans
     # each run for its parameters (force_custom_plan): the one plan PostgreSQL would keep
     # instead made the list filtered to unanswered calls 7x slower at 100,000
-    # conversations. A buffer write keeps that plan for its own statements (the buffer
-    # lock's statement says so, services/locking.py): a heal-append's CPU in PostgreSQL
-    # 2.8 -> 1.5 ms under benchmarks/load.py. A pooler in transaction mode that cannot
-    # keep prepared statements (PgBouncer before 1.21) needs FLOWDROP_DB_PREPARED=0.
+    # conversations. A write's transaction keeps it for its statements, which find rows
+    # by key and position (its first statement says so: the buffer lock's in
+    # services/locking.py, a keyed request's claim in idempotency.py); a keyed
+    # append's CPU in PostgreSQL 2.8 -> 1.7 ms under benchmarks/load.py. A pooler in
+    # transaction mode that cannot keep prepared statements (PgBouncer before 1.21)
+    # needs FLOWDROP_DB_PREPARED=0.
     if _env_flag("FLOWDROP_DB_PREPARED", default=True):
         options.setdefault("server_side_binding", True)
         options.setdefault("prepare_threshold", 5)

@@ -224,13 +224,15 @@ def test_postgresql_prepares_the_statements_appends_run_again_and_again() -> Non
 
 @pytest.mark.django_db(transaction=True)
 def test_reads_are_planned_for_their_parameters_and_buffer_writes_keep_one_plan() -> None:
-    """PostgreSQL's one plan for a prepared statement suits a write keyed by conversation
-    and position; a read filtered one way or another is planned for its parameters (the
-    one plan made the list filtered to unanswered calls 7x slower at 100,000)."""
+    """PostgreSQL's one plan for a prepared statement suits a write's statements, keyed by
+    conversation and position, and the reads of one conversation; a read filtered one way
+    or another is planned for its parameters (the one plan made the list filtered to
+    unanswered calls 7x slower at 100,000 conversations)."""
     from django.db import connection, transaction
 
+    from buffers import idempotency
     from buffers.services.locking import with_buffer_lock
-    from tests.buffers import store, user
+    from tests.buffers import acting_user, store, user
 
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's plan cache")
@@ -245,9 +247,10 @@ def test_reads_are_planned_for_their_parameters_and_buffer_writes_keep_one_plan(
     assert plan_cache_mode() == "force_custom_plan"
     assert with_buffer_lock(conversation.pk, "tests", plan_cache_mode) == "auto"
     assert plan_cache_mode() == "force_custom_plan"
-    with transaction.atomic():  # a keyed request's transaction reads on after its write
-        assert with_buffer_lock(conversation.pk, "tests", plan_cache_mode) == "auto"
-        assert plan_cache_mode() == "force_custom_plan"
+    with transaction.atomic():  # a keyed request's write begins with its key's claim
+        assert idempotency._claim(acting_user(), "key", "fingerprint") is not None
+        assert plan_cache_mode() == "auto"
+    assert plan_cache_mode() == "force_custom_plan"
 
 
 def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> None:
@@ -320,6 +323,28 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] != pid
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_server_still_holds_is_checked_without_a_statement() -> None:
+    """The check before a request costs no round trip: the server sends an idle
+    connection nothing unless it ends it, so the last statement the server saw from the
+    worker is still the previous request's."""
+    import psycopg
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's connections are kept between requests")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 'the previous request'")
+    pid = connection.connection.info.backend_pid
+    _next_request()
+    with connection.cursor() as cursor:  # checked first, once per request
+        assert connection.connection.info.backend_pid == pid
+
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        [last] = other.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])
+    assert last == ("SELECT 'the previous request'",)
 
 
 # The development server (`make run`) serves each request in a thread of its own, which

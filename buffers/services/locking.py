@@ -84,14 +84,9 @@ def with_buffer_lock[T](
             return work(row)
         return work(_get(conversation_id))
 
-    within = connection.in_atomic_block  # another transaction goes on after this write
-    done = _in_bounded_transaction(
+    return _in_bounded_transaction(
         locked_work, f"append to conversation {conversation_id} via {via}"
     )
-    if within and connection.vendor == "postgresql":
-        with connection.cursor() as cursor:  # its reads are planned for their parameters
-            cursor.execute(_PLAN_AS_BEFORE)
-    return done
 
 
 def _wait_ms() -> int:
@@ -160,8 +155,7 @@ class _LockWaitOver(Exception):
 # lets the write's statements, which find rows by conversation and position, run on the
 # plan PostgreSQL keeps for a prepared statement (plan_cache_mode, for this transaction;
 # the connection's default plans every run for its parameters, see settings.py): that
-# plan saves a heal-append a third of PostgreSQL's CPU. A write within a longer
-# transaction (a keyed request's) puts the connection's mode back after it.
+# plan saves a heal-append a third of PostgreSQL's CPU.
 _ADVISORY_LOCK = """
 WITH bounded AS MATERIALIZED (
     SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', %s, true)
@@ -172,13 +166,8 @@ WITH bounded AS MATERIALIZED (
     FROM free
 )
 SELECT at_once, set_config('lock_timeout', previous, true),
-    set_config('flowdrop.plan_cache_mode', current_setting('plan_cache_mode'), true),
     set_config('plan_cache_mode', 'auto', true)
 FROM bounded, locked
-"""
-_PLAN_AS_BEFORE = """
-SELECT set_config('plan_cache_mode', current_setting('flowdrop.plan_cache_mode', true), true)
-WHERE current_setting('flowdrop.plan_cache_mode', true) <> ''
 """
 
 
