@@ -143,10 +143,6 @@ else:
     kept = "0" if sys.argv[1:2] in (["runserver"], ["testserver"]) else "60"
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("FLOWDROP_DB_CONN_MAX_AGE", kept))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # Django's backend, whose check of a kept connection makes no round trip unless the
-    # server has sent something (flowdrop_web/postgresql/base.py).
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "flowdrop_web.postgresql"
     # No JIT: it compiles any query the planner costs above a threshold (~30 ms for a
     # search over a few rows whose estimate is high); a web app's queries are short.
     options = DATABASES["default"].setdefault("OPTIONS", {})

@@ -325,28 +325,6 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_
         assert cursor.fetchone()[0] != pid
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_connection_the_server_still_holds_is_checked_without_a_statement() -> None:
-    """The check before a request costs no round trip: the server sends an idle
-    connection nothing unless it ends it, so the last statement the server saw from the
-    worker is still the previous request's."""
-    import psycopg
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's connections are kept between requests")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 'the previous request'")
-    pid = connection.connection.info.backend_pid
-    _next_request()
-    with connection.cursor() as cursor:  # checked first, once per request
-        assert connection.connection.info.backend_pid == pid
-
-    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
-        [last] = other.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])
-    assert last == ("SELECT 'the previous request'",)
-
-
 # The development server (`make run`) serves each request in a thread of its own, which
 # ends with it: a connection kept for the next request would be left open by every thread,
 # until PostgreSQL refused more ("too many clients already", a 500 for each request).
