@@ -151,8 +151,8 @@ else:
     # server-side binding), so PostgreSQL no longer parses it on every run. It still plans
     # each run for its parameters (force_custom_plan): the one plan PostgreSQL would keep
     # instead made the list filtered to unanswered calls 7x slower at 100,000
-    # conversations. A write's transaction keeps it for its statements, which find rows
-    # by key and position (its first statement says so: the buffer lock's in
+    # conversations. A write's transaction takes that one plan for its statements, which
+    # find rows by key and position (its first statement says so: the buffer lock's in
     # services/locking.py, a keyed request's claim in idempotency.py); a keyed
     # append's CPU in PostgreSQL 2.8 -> 1.7 ms under benchmarks/load.py. A pooler in
     # transaction mode that cannot keep prepared statements (PgBouncer before 1.21)
