@@ -151,14 +151,17 @@ FROM buffers_declaredcall d
 JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
 WHERE d.conversation_id = %s AND {ids}
 """
-# ``answered`` is compared to a bound false, as the ORM does: so SQLite uses the partial
-# index of open calls (``answered = 0``), which ``NOT answered`` would not match.
+# The open calls, read through the partial index of open calls, whose condition each
+# database's statement must prove as it is written: SQLite's index says ``answered = 0``,
+# which a bound false matches and ``NOT answered`` does not; PostgreSQL's says ``NOT
+# answered``, which a bound false proves only in a plan made for that value (a write's
+# statements run on the plan kept for a prepared statement, made for no value).
 _OPEN = """
 SELECT 'open', d.call_id, CAST(NULL AS boolean), d.ordinal, m.id, m.block_id, b.start,
     m.slot, CAST(NULL AS text), CAST(NULL AS jsonb), CAST(NULL AS jsonb)
 FROM buffers_declaredcall d
 JOIN buffers_message m ON m.id = d.message_id JOIN buffers_block b ON b.id = m.block_id
-WHERE d.conversation_id = %s AND d.answered = %s
+WHERE d.conversation_id = %s AND {open}
 """
 # The last rows, which the stored verdicts read around a change at the end (``_NEAR``).
 # Their bounds are on the slot (``m.slot >= first - b.start``), not on the index
@@ -197,8 +200,12 @@ def _facts_statement(
         ]
         params += [conversation.pk, bound, conversation.pk, bound]
     if open_calls:
-        parts.append(_OPEN)
-        params += [conversation.pk, False]
+        if connection.vendor == "postgresql":
+            parts.append(_OPEN.format(open="NOT d.answered"))
+            params.append(conversation.pk)
+        else:
+            parts.append(_OPEN.format(open="d.answered = %s"))
+            params += [conversation.pk, False]
     length = conversation.message_count
     first = max(0, length - 1 - _NEAR)
     parts.append(_LAST_ROWS)

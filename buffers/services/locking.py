@@ -155,7 +155,9 @@ class _LockWaitOver(Exception):
 # lets the write's statements, which find rows by conversation and position, run on the
 # plan PostgreSQL keeps for a prepared statement (plan_cache_mode, for this transaction;
 # the connection's default plans every run for its parameters, see settings.py): that
-# plan saves a heal-append a third of PostgreSQL's CPU.
+# plan saves a heal-append a third of PostgreSQL's CPU. It is made for no parameter's
+# value, so a condition a partial index needs is written out in the statement (the open
+# calls' ``NOT d.answered`` in appends.py), not bound.
 _ADVISORY_LOCK = """
 WITH bounded AS MATERIALIZED (
     SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', %s, true)
