@@ -155,8 +155,8 @@ else:
     # find rows by key and position (its first statement says so: the buffer lock's in
     # services/locking.py, a keyed request's claim in idempotency.py); a keyed
     # append's CPU in PostgreSQL 2.8 -> 1.7 ms under benchmarks/load.py. A pooler in
-    # transaction mode that cannot keep prepared statements (PgBouncer before 1.21)
-    # needs FLOWDROP_DB_PREPARED=0.
+    # transaction mode that does not keep prepared statements (PgBouncer without
+    # max_prepared_statements) needs FLOWDROP_DB_PREPARED=0.
     if _env_flag("FLOWDROP_DB_PREPARED", default=True):
         options.setdefault("server_side_binding", True)
         options.setdefault("prepare_threshold", 5)

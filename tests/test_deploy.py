@@ -184,9 +184,9 @@ def test_postgresql_sessions_run_without_the_jit_compiler() -> None:
 
 
 # A statement a connection runs again and again is prepared on the server (psycopg's
-# server-side binding), so PostgreSQL parses and plans an append's statements once per
-# connection, not on every append; FLOWDROP_DB_PREPARED=0 turns it off for a pooler that
-# cannot keep prepared statements.
+# server-side binding), so PostgreSQL parses it once for the connection (until a rollback,
+# after which psycopg prepares again), not on every run; FLOWDROP_DB_PREPARED=0 turns it
+# off for a pooler that cannot keep prepared statements.
 
 
 def _prepared_statements() -> list[str]:
@@ -253,8 +253,11 @@ def test_reads_are_planned_for_their_parameters_and_buffer_writes_keep_one_plan(
     assert plan_cache_mode() == "force_custom_plan"
 
 
+@pytest.mark.django_db
 def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> None:
     from django.db import connection
+
+    from tests.test_worker_kill import database_url
 
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's prepared statements")
@@ -267,10 +270,9 @@ def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> 
         "    cursor.execute('SELECT count(*) FROM pg_prepared_statements')\n"
         "    print(cursor.fetchone()[0])\n"
     )
-    database_url = os.environ["DATABASE_URL"]
 
-    def prepared(flag: str) -> str:
-        env = deployment(tmp_path, DATABASE_URL=database_url, FLOWDROP_DB_PREPARED=flag)
+    def prepared(**flag: str) -> str:
+        env = deployment(tmp_path, DATABASE_URL=database_url(), **flag)
         env["DJANGO_SETTINGS_MODULE"] = "flowdrop_web.settings"
         run = subprocess.run(
             [sys.executable, "-c", ask], env=env, cwd=ROOT, capture_output=True, text=True
@@ -278,8 +280,8 @@ def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> 
         assert run.returncode == 0, run.stderr
         return run.stdout.strip()
 
-    assert prepared("1") == "1"
-    assert prepared("0") == "0"
+    assert prepared() == "1"  # by default
+    assert prepared(FLOWDROP_DB_PREPARED="0") == "0"
 
 
 # A worker keeps its PostgreSQL connection between requests (CONN_MAX_AGE), and checks it
