@@ -18,10 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
-from django.db import connection
 
 from buffers import bulk, healing, search, services
 from buffers.management.commands.import_transcripts import _Bar
@@ -38,6 +36,7 @@ from tests.aside_cases import (
     results_in_order,
     where_and,
 )
+from tests.databases import database_url
 from tests.integrity import assert_consistent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,17 +146,6 @@ def crashed_transcript(turns: int) -> list[healing.Message]:
         ]
     messages[-2:] = [{"role": "tool", "tool_call_id": "nobody", "content": "stray"}]
     return healing.parse_messages(messages)
-
-
-def database_url() -> str:
-    """The test database, for a command run in its own process (it sees what a
-    ``transaction=True`` test commits, and the test sees what it writes)."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
-    where = f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
-    return f"postgres://{quote(db['USER'])}{password}@{where}/{quote(db['NAME'])}"
 
 
 def stored(conversation: Conversation) -> tuple[Any, ...]:

@@ -257,7 +257,7 @@ def test_reads_are_planned_for_their_parameters_and_buffer_writes_keep_one_plan(
 def test_flowdrop_db_prepared_0_leaves_statements_unprepared(tmp_path: Path) -> None:
     from django.db import connection
 
-    from tests.test_worker_kill import database_url
+    from tests.databases import database_url
 
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's prepared statements")
@@ -366,7 +366,7 @@ def test_the_development_server_leaves_no_connection_open_after_its_requests(
 
     from buffers.models import ApiToken
     from tests.buffers import acting_user
-    from tests.test_worker_kill import database_url
+    from tests.databases import database_url
 
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's connections")

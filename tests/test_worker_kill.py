@@ -20,14 +20,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
-from django.db import connection
 
 from buffers import selectors
 from buffers.models import ApiToken, Conversation
 from tests.buffers import acting_user, assistant, result, store, user
+from tests.databases import database_url
 from tests.exactly_once import exactly_once
 from tests.integrity import assert_consistent
 
@@ -60,14 +59,6 @@ class Server:
             if fields and int(fields[1]) == self.master and fields[0] != "Z":
                 found.append((int(fields[19]), int(entry.name)))  # (start time, pid)
         return min(found)[1] if found else None
-
-
-def database_url() -> str:
-    """The test database, for the server's processes (they see what the test commits)."""
-    db = connection.settings_dict
-    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
-    where = f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
-    return f"postgres://{quote(db['USER'])}{password}@{where}/{quote(db['NAME'])}"
 
 
 @pytest.fixture
