@@ -171,6 +171,16 @@ class Window:
         return min(self.stop, self.end + PAGE)
 
     @property
+    def first_row(self) -> int | str:
+        """The row id of the first message shown ("" for none): "Load earlier" names it,
+        and ``last_row`` "Load more", so that the view sees a write that moved them."""
+        return (self.messages[0].row_id or "") if self.messages else ""
+
+    @property
+    def last_row(self) -> int | str:
+        return (self.messages[-1].row_id or "") if self.messages else ""
+
+    @property
     def has_tail(self) -> bool:
         return self.stop < self.conversation.message_count
 

@@ -120,6 +120,18 @@ def message_at(conversation: Conversation, index: int) -> Message | None:
     return rows[0] if rows else None
 
 
+def index_of(conversation: Conversation, row_id: int) -> int | None:
+    """Where the message stored as row ``row_id`` is in the buffer now (a write may have
+    moved it since a page showed it); None when the conversation holds no such row."""
+    found = (
+        Message.objects.filter(conversation=conversation, pk=row_id)
+        .annotate(index=BUFFER_INDEX)
+        .values_list("index", flat=True)
+        .first()
+    )
+    return None if found is None else int(found)
+
+
 # ``messages_page``'s rows as the pure core's messages, in plain SQL: the stored verdicts
 # read them on every append, where building the ORM query cost more than running it. The
 # bounds are on the slot, so that the index of slots finds the rows in their block (as

@@ -20,6 +20,7 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     JsonResponse,
+    QueryDict,
 )
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -377,6 +378,10 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     Loading later pages stops at ``stop``, where a tail shown after a write begins."""
     conversation = _visible(request, pk)
     start = _int(request.GET.get("start")) or 0
+    moved_to = _moved_to(conversation, request.GET, start)
+    if moved_to is not None:
+        moved = {"conversation": conversation, "at": moved_to}
+        return render(request, "buffers/conversation_detail.html#window-moved", moved)
     stop = _int(request.GET.get("stop"))
     end = min(_int(request.GET.get("end")) or start + presenters.PAGE, start + presenters.PAGE)
     window_start = _int(request.GET.get("window_start"))
@@ -397,6 +402,24 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         context["range_end"] = conversation.message_count
     context["oob"] = True
     return render(request, "buffers/conversation_detail.html#messages-page", context)
+
+
+def _moved_to(conversation: Conversation, query: QueryDict, start: int) -> int | None:
+    """Where to reopen the buffer when a write since the page showed its window (a heal
+    or a deletion above it, from another tab or program) has moved the message the page
+    would load beside: ``after``, the window's last row, was at ``start - 1``; ``before``,
+    its first, at ``end``. Loading by index alone then showed a message twice, or skipped
+    one. None when it is still there, or the page named no row."""
+    for name, was_at in (("after", start - 1), ("before", _int(query.get("end")))):
+        row_id = _int(query.get(name))
+        if row_id is None or was_at is None:
+            continue
+        now = selectors.index_of(conversation, row_id)
+        if now is None:  # deleted: reopen where it was
+            return max(0, min(was_at, conversation.message_count - 1))
+        if now != was_at:
+            return now
+    return None
 
 
 @require_safe

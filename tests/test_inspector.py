@@ -11,9 +11,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from buffers import presenters
+from buffers import presenters, services
 from buffers.models import Conversation
-from tests.buffers import acting_user, assistant, placeholder, result, store, user
+from tests.buffers import acting_user, assistant, parse, placeholder, result, store, user
 
 pytestmark = pytest.mark.django_db
 
@@ -536,6 +536,101 @@ def test_loading_earlier_messages_keeps_the_tail_a_write_showed_and_the_next_wri
     assert article_ids(earlier) == list(range(145, 195))
     assert 'name="window_stop" value="401"' in earlier
     assert article_ids(html) == [*range(145, 246), 401, 402]
+
+
+def loader_url(html: str, kind: str) -> str:
+    """The address a page's "Load earlier" or "Load more" control asks (``kind``:
+    ``earlier`` or ``later``), as htmx sends it."""
+    match = re.search(rf'class="load-{kind}"[^>]*?hx-get="([^"]+)"', html, re.DOTALL)
+    assert match, f"the page has no load-{kind} control"
+    return match.group(1).replace("&amp;", "&")
+
+
+def heal_elsewhere(conversation: Conversation) -> None:
+    """Another tab or program sends a user turn: the call at message 244 gets its
+    placeholder at 245, and every message after it moves down by one."""
+    services.append_messages(
+        conversation_id=conversation.pk, messages=parse([user("from elsewhere")]), via="tests"
+    )
+
+
+def test_loading_more_after_a_heal_elsewhere_moved_the_messages_shows_none_twice(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = client.get(f"/c/{conversation.pk}/?at=300").text
+    assert article_ids(page) == list(range(295, 345))
+    heal_elsewhere(conversation)  # the page's last message, m344, is now message 345
+
+    answer = client.get(
+        loader_url(page, "later") + "&window_start=295&window_end=345", headers=HX
+    ).text
+
+    assert ">m344<" not in answer
+    assert article_ids(answer) == []
+    assert "have moved" in answer
+    assert 'href="?at=345#m-345"' in answer
+
+
+def test_loading_earlier_after_a_heal_elsewhere_moved_the_messages_skips_none(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = client.get(f"/c/{conversation.pk}/?at=300").text
+    heal_elsewhere(conversation)  # m294, just above the page's first, is now message 295
+
+    answer = client.get(
+        loader_url(page, "earlier") + "&window_start=295&window_end=345", headers=HX
+    ).text
+
+    assert article_ids(answer) == []
+    assert "have moved" in answer
+    assert 'href="?at=296#m-296"' in answer
+
+
+def test_loading_more_after_a_message_above_was_deleted_skips_none(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = client.get(f"/c/{conversation.pk}/?at=300").text
+    services.delete_message(conversation_id=conversation.pk, index=10, via="tests", by=None)
+
+    answer = client.get(
+        loader_url(page, "later") + "&window_start=295&window_end=345", headers=HX
+    ).text
+
+    assert article_ids(answer) == []
+    assert 'href="?at=343#m-343"' in answer
+
+
+def test_loading_more_after_the_last_shown_message_was_deleted_reopens_where_it_was(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = client.get(f"/c/{conversation.pk}/?at=300").text
+    services.delete_message(conversation_id=conversation.pk, index=344, via="tests", by=None)
+
+    answer = client.get(
+        loader_url(page, "later") + "&window_start=295&window_end=345", headers=HX
+    ).text
+
+    assert article_ids(answer) == []
+    assert 'href="?at=344#m-344"' in answer
+
+
+def test_loading_more_after_a_write_below_the_page_loads_as_before(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = client.get(f"/c/{conversation.pk}/?at=200").text
+    heal_elsewhere(conversation)  # the placeholder lands at 245, right after the page
+
+    answer = client.get(
+        loader_url(page, "later") + "&window_start=195&window_end=245", headers=HX
+    ).text
+
+    assert article_ids(answer) == list(range(245, 295))
+    assert "synthetic: healed placeholder" in article(answer, 245)
 
 
 def test_the_answer_to_a_write_re_renders_a_bounded_number_of_rows(

@@ -12,7 +12,7 @@ from pytest_django.live_server_helper import LiveServer
 from buffers import services
 from buffers.models import Conversation
 from buffers.transcripts import read_transcript_file
-from tests.buffers import acting_user, assistant, placeholder, store, user
+from tests.buffers import acting_user, assistant, parse, placeholder, store, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -136,6 +136,28 @@ def test_a_deep_link_into_a_long_buffer_opens_there_and_more_loads_on_scroll(
     expect(page.locator("#m-0")).to_have_count(0)  # the rest of the buffer was not loaded
     page.locator(".load-later").scroll_into_view_if_needed()
     expect(page.locator("#m-350")).to_contain_text("message 350")
+
+
+def test_more_loaded_after_a_heal_from_elsewhere_shows_no_message_twice_and_offers_a_reopen(
+    page: Page, live_server: LiveServer
+) -> None:
+    messages = [user(f"message {n}") for n in range(400)]
+    messages[244] = assistant("c244")
+    conversation = store(messages)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/#m-300")
+    expect(page.locator("#m-300")).to_contain_text("message 300")
+    services.append_messages(  # another tab heals: every message from 245 on moves down one
+        conversation_id=conversation.pk, messages=parse([user("from elsewhere")]), via="tests"
+    )
+
+    page.locator(".load-later").scroll_into_view_if_needed()
+
+    expect(page.get_by_role("status").filter(has_text="have moved")).to_be_visible()
+    texts = page.locator("#messages article .text").all_inner_texts()
+    assert len(texts) == len(set(texts))
+    page.get_by_role("link", name="Show the conversation as it is now, from message 345").click()
+    expect(page.locator("#m-345")).to_contain_text("message 344")
+    expect(page.locator("#m-245")).to_have_count(0)  # a window around 345 only
 
 
 def test_the_list_filter_swaps_the_table_and_pushes_the_url(
