@@ -43,6 +43,7 @@ backfill = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 kept_blocks_again = importlib.import_module("buffers.migrations.0014_verdicts_of_kept_blocks")
 refused_parts_again = importlib.import_module("buffers.migrations.0015_verdicts_of_refused_parts")
 counted_again = importlib.import_module("buffers.migrations.0022_verdicts_counted_again")
+blank_text_again = importlib.import_module("buffers.migrations.0025_verdicts_of_blank_text")
 
 
 @pytest.mark.django_db
@@ -132,6 +133,30 @@ def test_0022_tallies_again_the_conversations_holding_a_list_of_parts() -> None:
     for conversation in (textless, unnamed):
         assert_consistent(conversation)
         assert not Conversation.objects.get(pk=conversation.pk).sendable
+    assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
+
+
+@pytest.mark.django_db
+def test_0025_tallies_again_the_conversations_holding_blank_text() -> None:
+    """A user or assistant message of whitespace only, or holding an empty text block, was
+    judged accepted by Anthropic when the tally was stored; conversations whose texts all
+    hold a word are not read again (one left stale here shows it)."""
+    blank_block = {"type": "text", "text": " \n"}
+    blank = [
+        store([user(" "), assistant(content="hi")]),
+        store([user("hi"), assistant(content="\n\t")]),
+        store([user("hi"), {"role": "user", "content": [blank_block]}]),
+        store([{"role": "user", "content": [{"type": "text", "text": ""}, {"text": "hi"}]}]),
+        store([user("go"), {"role": "assistant", "content": "\u3000"}, user("?")]),
+    ]
+    plain = store([user("go"), assistant("c1")], title="plain")
+    Conversation.objects.update(rejections={}, problem_counts={}, sendable=True)
+
+    blank_text_again.tally_again(apps, None)
+
+    for conversation in blank:
+        assert_consistent(conversation)
+        assert Conversation.objects.get(pk=conversation.pk).tally.rejected_by == ["anthropic"]
     assert Conversation.objects.get(pk=plain.pk).rejections == {}, "not read"
 
 

@@ -148,6 +148,22 @@ def test_an_appended_part_in_another_providers_shape_is_refused_and_counted() ->
     assert selectors.next_problem(conversation, "refused_part", -1) == 2
 
 
+def test_a_blank_message_is_an_empty_turn_anthropic_refuses_and_an_edit_clears_it() -> None:
+    conversation = store([user("go"), user(" \n"), assistant(content="ok")])
+
+    assert stored(conversation).rejected_by == ["anthropic"]
+    assert stored(conversation).problems == {"empty_turn": 1}
+    services.edit_message(
+        conversation_id=conversation.pk,
+        index=1,
+        message=parse([user("and?")])[0],
+        via="tests",
+        by=None,
+    )
+    assert stored(conversation) == fresh(conversation)
+    assert stored(conversation).sendable
+
+
 def test_a_late_result_holding_another_providers_part_replaces_its_placeholder() -> None:
     """A replaced placeholder held text; what replaces it is counted for every provider,
     OpenAI Responses (counted per message, not by window) included."""

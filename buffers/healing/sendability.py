@@ -58,7 +58,7 @@ from typing import Literal, NamedTuple
 
 from .formats import media
 from .formats.anthropic import unsigned_thinking
-from .formats.common import joins_results, namespace
+from .formats.common import joins_results, namespace, text_of
 from .ids import declared_calls, result_call_id, usable_id
 from .messages import Message
 
@@ -186,7 +186,7 @@ def _check(read: Iterable[Read], provider: str) -> Verdict:
             found = _adjacent_results(sent, lift_system=False, results_first=False)
         elif provider == "anthropic":
             empty: list[Rejection] = []
-            watched = _empty_turns(sent, "anthropic", empty)
+            watched = _empty_turns(_empty_text_blocks(sent, empty), "anthropic", empty)
             found = _adjacent_results(watched, lift_system=True, results_first=True) + empty
         else:
             empty = []
@@ -242,7 +242,60 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
                 pending = _empty(index, message, provider)
             elif not kept:
                 found.append(_empty(index, message, provider))
+        elif (
+            provider == "anthropic"
+            and message.role in ("user", "assistant")
+            and not seen.calls
+            and _blank(message.content)
+            and not joins_results(message, previous, provider, _NEW_TURN_MARKER[provider])
+            and not _kept_blocks(message, provider)
+        ):
+            found.append(
+                Rejection(
+                    index,
+                    None,
+                    "empty_turn",
+                    f"the {message.role} message at message {index} holds only blank text, "
+                    "and Anthropic refuses a message whose text is all whitespace",
+                )
+            )
         previous = message
+
+
+def _blank(content: object) -> bool:
+    """Whether ``content`` is text of whitespace only, as one string or in text parts that
+    are all blank (one of them not empty: an empty one is ``_empty_text_blocks``')."""
+    if isinstance(content, str):
+        return content.isspace()
+    if not isinstance(content, list) or not content:
+        return False
+    texts = [text_of(part) for part in content]
+    return all(t is not None and not t.strip() for t in texts) and any(
+        t is not None and t.isspace() for t in texts
+    )
+
+
+def _empty_text_blocks(messages: Indexed, found: list[Rejection]) -> Indexed:
+    """``messages`` as they go, adding to ``found`` each user or assistant message holding
+    a text part with no text, which Anthropic refuses wherever it stands ("text content
+    blocks must be non-empty"), even beside other text; complete once consumed."""
+    for seen in messages:
+        yield seen
+        message = seen.message
+        if (
+            message.role in ("user", "assistant")
+            and isinstance(message.content, list)
+            and any(text_of(part) == "" for part in message.content)
+        ):
+            found.append(
+                Rejection(
+                    seen.at,
+                    None,
+                    "refused_part",
+                    f"the {message.role} message at message {seen.at} holds an empty text "
+                    "block, which Anthropic refuses",
+                )
+            )
 
 
 def _refused_parts(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:

@@ -945,3 +945,72 @@ def test_an_id_declared_twice_in_one_turn_is_answered_in_order_for_anthropic() -
         ("tool_result", "c1"),
         ("tool_result", "c1_2"),
     ]
+
+
+# Anthropic and blank text: it answers 400 "text content blocks must be non-empty" to an
+# empty text block anywhere, and "text content blocks must contain non-whitespace text" to
+# a message whose only text is whitespace (a final assistant turn too: "final assistant
+# content cannot end with trailing whitespace").
+
+BLANKS = [" ", "\n\t", [{"type": "text", "text": " "}], [{"type": "text", "text": "\n"}] * 2]
+
+
+@pytest.mark.rule("MEM-5")
+@pytest.mark.parametrize("blank", BLANKS, ids=["space", "newline-tab", "block", "two-blocks"])
+def test_anthropic_rejects_a_message_of_blank_text_wherever_it_stands(blank: Any) -> None:
+    blank_user = {"role": "user", "content": blank, "metadata": {}}
+    blank_final = {"role": "assistant", "content": blank, "metadata": {}}
+
+    assert rejections("anthropic", blank_user, assistant(content="hi")) == [
+        (
+            0,
+            "empty_turn",
+            "the user message at message 0 holds only blank text, and Anthropic refuses a "
+            "message whose text is all whitespace",
+        )
+    ]
+    assert [(r[0], r[1]) for r in rejections("anthropic", user("hi"), blank_final)] == [
+        (1, "empty_turn")
+    ]
+
+
+@pytest.mark.rule("MEM-5")
+def test_anthropic_rejects_an_empty_text_block_even_beside_real_text() -> None:
+    empty_block = {"type": "text", "text": ""}
+    beside_text = {"role": "user", "content": [empty_block, {"type": "text", "text": "hi"}]}
+    beside_call = {**assistant("c1"), "content": [empty_block]}
+
+    assert rejections("anthropic", beside_text, beside_call, result("c1")) == [
+        (
+            0,
+            "refused_part",
+            "the user message at message 0 holds an empty text block, which Anthropic refuses",
+        ),
+        (
+            1,
+            "refused_part",
+            "the assistant message at message 1 holds an empty text block, which Anthropic refuses",
+        ),
+    ]
+
+
+def test_anthropic_takes_blank_text_beside_real_text_or_a_call() -> None:
+    """Refused only where its documented answers say so; a blank block beside other text
+    is taken (LibreChat-AI/agents#124 tried it), and beside a call is not judged."""
+    beside_text = {
+        "role": "user",
+        "content": [{"type": "text", "text": " "}, {"type": "text", "text": "real"}],
+    }
+
+    assert verdict("anthropic", beside_text, assistant(content="hi")).accepted
+    assert verdict("anthropic", user("go"), assistant("c1", content=" "), result("c1")).accepted
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses"])
+def test_openai_takes_blank_text(provider: str) -> None:
+    blank = {
+        "role": "user",
+        "content": [{"type": "text", "text": ""}, {"type": "text", "text": " "}],
+    }
+
+    assert verdict(provider, user(" "), assistant(content=" "), blank).accepted
