@@ -149,6 +149,9 @@ class Window:
     inserted: list[int] = field(default_factory=list)
     """The indexes of the rows the write just made put in, on the page or not (reading.js
     moves each loaded message's state past them)."""
+    shown_tail_row: int | None = None
+    """The row id of the tail's first message, when the page shows a tail this window
+    does not hold (a page loaded towards it)."""
 
     def __post_init__(self) -> None:
         if self.stop < 0:
@@ -179,6 +182,14 @@ class Window:
     @property
     def last_row(self) -> int | str:
         return (self.messages[-1].row_id or "") if self.messages else ""
+
+    @property
+    def tail_row(self) -> int | str:
+        """The row id of the first message of the tail the page shows below ("" for none):
+        "Load more" names it too, as a write in the gap above it moves it."""
+        if self.tail:
+            return self.tail[0].row_id or ""
+        return self.shown_tail_row or ""
 
     @property
     def has_tail(self) -> bool:
@@ -277,15 +288,16 @@ def page(
     end: int,
     stop: int | None,
     problems: Sequence[OpenCall],
+    tail_row: int | None = None,
 ) -> Window:
     """A page of messages to add to a window as the reader scrolls; it never runs past
-    ``stop``, where a tail the page already shows begins."""
+    ``stop``, where a tail the page already shows begins (its first row ``tail_row``)."""
     count = conversation.message_count
     stop = count if stop is None else max(0, min(stop, count))
     start = max(0, min(start, stop))
     end = max(start, min(end, stop))
     views = _views(conversation, start, end, {}, problems)
-    return Window(conversation, start, end, views, stop)
+    return Window(conversation, start, end, views, stop, shown_tail_row=tail_row)
 
 
 def _views(

@@ -388,7 +388,8 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     window_end = _int(request.GET.get("window_end")) or 0
     earlier = window_start is not None and start < window_start
     problems = presenters.open_calls(conversation)
-    window = presenters.page(conversation, start, end, stop, problems)
+    tail_row = _int(request.GET.get("tail_row"))
+    window = presenters.page(conversation, start, end, stop, problems, tail_row)
     context = _page_context(conversation, window=window, problems=problems)
     context["direction"] = "earlier" if earlier else "later"
     context["range_start"] = min(start, window_start if window_start is not None else start)
@@ -406,19 +407,28 @@ def conversation_messages(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 def _moved_to(conversation: Conversation, query: QueryDict, start: int) -> int | None:
     """Where to reopen the buffer when a write since the page showed its window (a heal
-    or a deletion above it, from another tab or program) has moved the message the page
-    would load beside: ``after``, the window's last row, was at ``start - 1``; ``before``,
-    its first, at ``end``. Loading by index alone then showed a message twice, or skipped
-    one. None when it is still there, or the page named no row."""
-    for name, was_at in (("after", start - 1), ("before", _int(query.get("end")))):
+    or a deletion above it, from another tab or program) has moved a message the page
+    loads up to: ``after``, the window's last row, was at ``start - 1``; ``before``, its
+    first, at ``end``; ``tail_row``, the first of a tail shown below, at ``stop``. Loading
+    by index alone then showed a message twice, or skipped one. None when each is still
+    there, or the page named none. The reader's place is kept: the moved row's, or for a
+    moved tail, the last message read."""
+    last = conversation.message_count - 1
+    anchors = (
+        ("after", start - 1, False),
+        ("before", _int(query.get("end")), False),
+        ("tail_row", _int(query.get("stop")), True),
+    )
+    for name, was_at, is_tail in anchors:
         row_id = _int(query.get(name))
         if row_id is None or was_at is None:
             continue
         now = selectors.index_of(conversation, row_id)
-        if now is None:  # deleted: reopen where it was
-            return max(0, min(was_at, conversation.message_count - 1))
-        if now != was_at:
-            return now
+        if now == was_at:
+            continue
+        if now is None or is_tail:
+            return max(0, min(start - 1 if is_tail else was_at, last))
+        return now
     return None
 
 

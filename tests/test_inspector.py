@@ -569,7 +569,7 @@ def test_loading_more_after_a_heal_elsewhere_moved_the_messages_shows_none_twice
     assert ">m344<" not in answer
     assert article_ids(answer) == []
     assert "have moved" in answer
-    assert 'href="?at=345#m-345"' in answer
+    assert 'href="?at=345&amp;moved=1#m-345"' in answer
 
 
 def test_loading_earlier_after_a_heal_elsewhere_moved_the_messages_skips_none(
@@ -585,7 +585,7 @@ def test_loading_earlier_after_a_heal_elsewhere_moved_the_messages_skips_none(
 
     assert article_ids(answer) == []
     assert "have moved" in answer
-    assert 'href="?at=296#m-296"' in answer
+    assert 'href="?at=296&amp;moved=1#m-296"' in answer
 
 
 def test_loading_more_after_a_message_above_was_deleted_skips_none(
@@ -600,7 +600,7 @@ def test_loading_more_after_a_message_above_was_deleted_skips_none(
     ).text
 
     assert article_ids(answer) == []
-    assert 'href="?at=343#m-343"' in answer
+    assert 'href="?at=343&amp;moved=1#m-343"' in answer
 
 
 def test_loading_more_after_the_last_shown_message_was_deleted_reopens_where_it_was(
@@ -615,7 +615,44 @@ def test_loading_more_after_the_last_shown_message_was_deleted_reopens_where_it_
     ).text
 
     assert article_ids(answer) == []
-    assert 'href="?at=344#m-344"' in answer
+    assert 'href="?at=344&amp;moved=1#m-344"' in answer
+
+
+def test_loading_more_towards_a_tail_after_a_write_in_the_gap_above_it_shows_none_twice(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = append_in_window(client, conversation, 195, 245)  # shows 195..245, and 401 below
+    services.delete_message(conversation_id=conversation.pk, index=300, via="tests", by=None)
+
+    answer = client.get(
+        loader_url(page, "later") + "&window_start=195&window_end=246&window_stop=401",
+        headers=HX,
+    ).text
+
+    assert article_ids(answer) == []  # the tail's turn, now at 400, would have come again
+    assert 'href="?at=245&amp;moved=1#m-245"' in answer
+
+
+def test_pages_loaded_towards_a_tail_name_its_first_row_on_to_the_next(
+    client: Client, settings: Any
+) -> None:
+    conversation = long_crash(settings)
+    page = append_in_window(client, conversation, 195, 245)
+    first = client.get(
+        loader_url(page, "later") + "&window_start=195&window_end=246&window_stop=401",
+        headers=HX,
+    ).text
+    assert article_ids(first) == list(range(246, 296))
+    services.delete_message(conversation_id=conversation.pk, index=350, via="tests", by=None)
+
+    second = client.get(
+        loader_url(first, "later") + "&window_start=195&window_end=296&window_stop=401",
+        headers=HX,
+    ).text
+
+    assert article_ids(second) == []
+    assert 'href="?at=295&amp;moved=1#m-295"' in second
 
 
 def test_loading_more_after_a_write_below_the_page_loads_as_before(

@@ -263,16 +263,13 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
 
 
 def _blank(content: object) -> bool:
-    """Whether ``content`` is text of whitespace only, as one string or in text parts that
-    are all blank (one of them not empty: an empty one is ``_empty_text_blocks``')."""
+    """Whether ``content`` is text of whitespace only, as one string or in text parts
+    that all are (a message holding an empty one is ``_empty_text_blocks``', once)."""
     if isinstance(content, str):
         return content.isspace()
     if not isinstance(content, list) or not content:
         return False
-    texts = [text_of(part) for part in content]
-    return all(t is not None and not t.strip() for t in texts) and any(
-        t is not None and t.isspace() for t in texts
-    )
+    return all((text := text_of(part)) is not None and text.isspace() for part in content)
 
 
 def _empty_text_blocks(messages: Indexed, found: list[Rejection]) -> Indexed:

@@ -2,8 +2,9 @@
 with the rule on blank text (docs/decisions.md, "Sendability"): Anthropic refuses a user
 or assistant message whose text is all whitespace, and an empty text block anywhere. A
 database migrated before kept them as sendable. Read again, the conversations holding a
-user or assistant message whose content is a string (not empty) of no letters or digits,
-or which names a text of none: a superset, each judged whole. The others keep theirs."""
+user or assistant message whose content is a string (not empty) of no ASCII letters or
+digits, or which names a text of none: a superset (text in other scripts only is in it),
+each judged whole. The others keep theirs."""
 
 import importlib
 from typing import Any
@@ -14,7 +15,7 @@ from django.db.models.functions import Cast
 
 stored_verdicts = importlib.import_module("buffers.migrations.0009_stored_verdicts")
 
-# A JSON string of no letters or digits, escapes aside; as a whole content, not empty
+# A JSON string of no ASCII letters or digits, escapes aside; as a whole content, not empty
 # (an empty one, as a call turn's often is, was judged already).
 _NO_WORD = r'(\\u[0-9a-fA-F]{4}|\\[nrtfb/]|[^A-Za-z0-9\\"])'
 BLANK_STRING = rf'^"{_NO_WORD}+"$'

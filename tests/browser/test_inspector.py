@@ -160,6 +160,24 @@ def test_more_loaded_after_a_heal_from_elsewhere_shows_no_message_twice_and_offe
     expect(page.locator("#m-245")).to_have_count(0)  # a window around 345 only
 
 
+def test_earlier_messages_after_a_heal_from_elsewhere_reopen_the_page_with_their_new_numbers(
+    page: Page, live_server: LiveServer
+) -> None:
+    messages = [user(f"message {n}") for n in range(400)]
+    messages[244] = assistant("c244")
+    conversation = store(messages)
+    page.goto(f"{live_server.url}/c/{conversation.pk}/?at=300#m-300")
+    services.append_messages(  # m295 to m399 move down one: the page's numbers are stale
+        conversation_id=conversation.pk, messages=parse([user("from elsewhere")]), via="tests"
+    )
+
+    page.get_by_role("link", name="Load earlier messages").click()
+    page.get_by_role("link", name="Show the conversation as it is now, from message 296").click()
+
+    expect(page.locator("#m-296")).to_contain_text("message 295")
+    expect(page.locator("#m-300")).to_contain_text("message 299")  # every number is new
+
+
 def test_the_list_filter_swaps_the_table_and_pushes_the_url(
     page: Page, live_server: LiveServer
 ) -> None:

@@ -994,6 +994,17 @@ def test_anthropic_rejects_an_empty_text_block_even_beside_real_text() -> None:
     ]
 
 
+def test_a_message_of_an_empty_and_a_blank_text_block_is_one_rejection() -> None:
+    both = {
+        "role": "user",
+        "content": [{"type": "text", "text": ""}, {"type": "text", "text": " "}],
+    }
+
+    assert [(r[0], r[1]) for r in rejections("anthropic", both, assistant(content="hi"))] == [
+        (0, "refused_part")
+    ]
+
+
 def test_anthropic_takes_blank_text_beside_real_text_or_a_call() -> None:
     """Refused only where its documented answers say so; a blank block beside other text
     is taken (LibreChat-AI/agents#124 tried it), and beside a call is not judged."""
