@@ -207,7 +207,8 @@ after tool results (``formats.anthropic.NEW_MESSAGE``, ``formats.gemini.NEW_TURN
 
 def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> Indexed:
     """``messages`` as they go, adding to ``found`` each user or assistant message the
-    provider's exporter would write as an empty turn; for Anthropic, a final assistant
+    provider's exporter would write as an empty turn (for Anthropic, also one of blank
+    text only, ``_blank``, wherever it stands); for Anthropic, a final assistant
     turn may be empty, so an empty assistant turn counts only once another follows, but
     one of thinking blocks only counts wherever it is. ``found`` is complete once the
     messages are consumed to the end, as every check does."""
@@ -221,14 +222,28 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
         if pending is not None:
             found.append(pending)
             pending = None
+        empty = not _has_content(message.content)
+        blank = not empty and provider == "anthropic" and _blank(message.content)
         if (
-            message.role in ("user", "assistant")
-            and not _has_content(message.content)
+            (empty or blank)
+            and message.role in ("user", "assistant")
             and not seen.calls
             and not joins_results(message, previous, provider, _NEW_TURN_MARKER[provider])
         ):
             kept = [block.get("type") for block in _kept_blocks(message, provider)]
-            if provider == "anthropic" and kept and THINKING.issuperset(kept):
+            if blank:
+                if not kept:  # beside kept blocks, blank text is not judged
+                    found.append(
+                        Rejection(
+                            index,
+                            None,
+                            "empty_turn",
+                            f"the {message.role} message at message {index} holds only "
+                            "blank text, and Anthropic refuses a message whose text is all "
+                            "whitespace",
+                        )
+                    )
+            elif provider == "anthropic" and kept and THINKING.issuperset(kept):
                 found.append(
                     Rejection(
                         index,
@@ -242,23 +257,6 @@ def _empty_turns(messages: Indexed, provider: str, found: list[Rejection]) -> In
                 pending = _empty(index, message, provider)
             elif not kept:
                 found.append(_empty(index, message, provider))
-        elif (
-            provider == "anthropic"
-            and message.role in ("user", "assistant")
-            and not seen.calls
-            and _blank(message.content)
-            and not joins_results(message, previous, provider, _NEW_TURN_MARKER[provider])
-            and not _kept_blocks(message, provider)
-        ):
-            found.append(
-                Rejection(
-                    index,
-                    None,
-                    "empty_turn",
-                    f"the {message.role} message at message {index} holds only blank text, "
-                    "and Anthropic refuses a message whose text is all whitespace",
-                )
-            )
         previous = message
 
 
