@@ -546,6 +546,18 @@ def loader_url(html: str, kind: str) -> str:
     return match.group(1).replace("&amp;", "&")
 
 
+def follow(client: Client, page: str, kind: str, start: int, end: int, stop: int | str = "") -> str:
+    """What the page's load-``kind`` control answers, sent with the window's range as htmx
+    includes it (``#window-range``)."""
+    window = f"&window_start={start}&window_end={end}&window_stop={stop}"
+    return str(client.get(loader_url(page, kind) + window, headers=HX).text)
+
+
+def delete_elsewhere(conversation: Conversation, index: int) -> None:
+    """An admin deletes message ``index``: every message after it moves up by one."""
+    services.delete_message(conversation_id=conversation.pk, index=index, via="tests", by=None)
+
+
 def heal_elsewhere(conversation: Conversation) -> None:
     """Another tab or program sends a user turn: the call at message 244 gets its
     placeholder at 245, and every message after it moves down by one."""
@@ -562,9 +574,7 @@ def test_loading_more_after_a_heal_elsewhere_moved_the_messages_shows_none_twice
     assert article_ids(page) == list(range(295, 345))
     heal_elsewhere(conversation)  # the page's last message, m344, is now message 345
 
-    answer = client.get(
-        loader_url(page, "later") + "&window_start=295&window_end=345", headers=HX
-    ).text
+    answer = follow(client, page, "later", 295, 345)
 
     assert ">m344<" not in answer
     assert article_ids(answer) == []
@@ -579,9 +589,7 @@ def test_loading_earlier_after_a_heal_elsewhere_moved_the_messages_skips_none(
     page = client.get(f"/c/{conversation.pk}/?at=300").text
     heal_elsewhere(conversation)  # m294, just above the page's first, is now message 295
 
-    answer = client.get(
-        loader_url(page, "earlier") + "&window_start=295&window_end=345", headers=HX
-    ).text
+    answer = follow(client, page, "earlier", 295, 345)
 
     assert article_ids(answer) == []
     assert "have moved" in answer
@@ -593,11 +601,9 @@ def test_loading_more_after_a_message_above_was_deleted_skips_none(
 ) -> None:
     conversation = long_crash(settings)
     page = client.get(f"/c/{conversation.pk}/?at=300").text
-    services.delete_message(conversation_id=conversation.pk, index=10, via="tests", by=None)
+    delete_elsewhere(conversation, 10)
 
-    answer = client.get(
-        loader_url(page, "later") + "&window_start=295&window_end=345", headers=HX
-    ).text
+    answer = follow(client, page, "later", 295, 345)
 
     assert article_ids(answer) == []
     assert 'href="?at=343&amp;moved=1#m-343"' in answer
@@ -608,11 +614,9 @@ def test_loading_more_after_the_last_shown_message_was_deleted_reopens_where_it_
 ) -> None:
     conversation = long_crash(settings)
     page = client.get(f"/c/{conversation.pk}/?at=300").text
-    services.delete_message(conversation_id=conversation.pk, index=344, via="tests", by=None)
+    delete_elsewhere(conversation, 344)
 
-    answer = client.get(
-        loader_url(page, "later") + "&window_start=295&window_end=345", headers=HX
-    ).text
+    answer = follow(client, page, "later", 295, 345)
 
     assert article_ids(answer) == []
     assert 'href="?at=344&amp;moved=1#m-344"' in answer
@@ -623,12 +627,9 @@ def test_loading_more_towards_a_tail_after_a_write_in_the_gap_above_it_shows_non
 ) -> None:
     conversation = long_crash(settings)
     page = append_in_window(client, conversation, 195, 245)  # shows 195..245, and 401 below
-    services.delete_message(conversation_id=conversation.pk, index=300, via="tests", by=None)
+    delete_elsewhere(conversation, 300)
 
-    answer = client.get(
-        loader_url(page, "later") + "&window_start=195&window_end=246&window_stop=401",
-        headers=HX,
-    ).text
+    answer = follow(client, page, "later", 195, 246, 401)
 
     assert article_ids(answer) == []  # the tail's turn, now at 400, would have come again
     assert 'href="?at=245&amp;moved=1#m-245"' in answer
@@ -639,17 +640,11 @@ def test_pages_loaded_towards_a_tail_name_its_first_row_on_to_the_next(
 ) -> None:
     conversation = long_crash(settings)
     page = append_in_window(client, conversation, 195, 245)
-    first = client.get(
-        loader_url(page, "later") + "&window_start=195&window_end=246&window_stop=401",
-        headers=HX,
-    ).text
+    first = follow(client, page, "later", 195, 246, 401)
     assert article_ids(first) == list(range(246, 296))
-    services.delete_message(conversation_id=conversation.pk, index=350, via="tests", by=None)
+    delete_elsewhere(conversation, 350)
 
-    second = client.get(
-        loader_url(first, "later") + "&window_start=195&window_end=296&window_stop=401",
-        headers=HX,
-    ).text
+    second = follow(client, first, "later", 195, 296, 401)
 
     assert article_ids(second) == []
     assert 'href="?at=295&amp;moved=1#m-295"' in second
@@ -662,9 +657,7 @@ def test_loading_more_after_a_write_below_the_page_loads_as_before(
     page = client.get(f"/c/{conversation.pk}/?at=200").text
     heal_elsewhere(conversation)  # the placeholder lands at 245, right after the page
 
-    answer = client.get(
-        loader_url(page, "later") + "&window_start=195&window_end=245", headers=HX
-    ).text
+    answer = follow(client, page, "later", 195, 245)
 
     assert article_ids(answer) == list(range(245, 295))
     assert "synthetic: healed placeholder" in article(answer, 245)

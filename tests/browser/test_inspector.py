@@ -12,7 +12,8 @@ from pytest_django.live_server_helper import LiveServer
 from buffers import services
 from buffers.models import Conversation
 from buffers.transcripts import read_transcript_file
-from tests.buffers import acting_user, assistant, parse, placeholder, store, user
+from tests.buffers import acting_user, assistant, placeholder, store, user
+from tests.test_inspector import heal_elsewhere
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,6 +27,14 @@ def demo_crash() -> Conversation:
         owner=acting_user(),
     )
     return conversation
+
+
+def crashed_at_244() -> Conversation:
+    """400 messages, "message 0" to "message 399"; the call declared at 244 was never
+    answered."""
+    messages = [user(f"message {n}") for n in range(400)]
+    messages[244] = assistant("c244")
+    return store(messages)
 
 
 def mark_page(page: Page) -> None:
@@ -141,14 +150,10 @@ def test_a_deep_link_into_a_long_buffer_opens_there_and_more_loads_on_scroll(
 def test_more_loaded_after_a_heal_from_elsewhere_shows_no_message_twice_and_offers_a_reopen(
     page: Page, live_server: LiveServer
 ) -> None:
-    messages = [user(f"message {n}") for n in range(400)]
-    messages[244] = assistant("c244")
-    conversation = store(messages)
+    conversation = crashed_at_244()
     page.goto(f"{live_server.url}/c/{conversation.pk}/#m-300")
     expect(page.locator("#m-300")).to_contain_text("message 300")
-    services.append_messages(  # another tab heals: every message from 245 on moves down one
-        conversation_id=conversation.pk, messages=parse([user("from elsewhere")]), via="tests"
-    )
+    heal_elsewhere(conversation)  # every message from 245 on moves down one
 
     page.locator(".load-later").scroll_into_view_if_needed()
 
@@ -163,13 +168,9 @@ def test_more_loaded_after_a_heal_from_elsewhere_shows_no_message_twice_and_offe
 def test_earlier_messages_after_a_heal_from_elsewhere_reopen_the_page_with_their_new_numbers(
     page: Page, live_server: LiveServer
 ) -> None:
-    messages = [user(f"message {n}") for n in range(400)]
-    messages[244] = assistant("c244")
-    conversation = store(messages)
+    conversation = crashed_at_244()
     page.goto(f"{live_server.url}/c/{conversation.pk}/?at=300#m-300")
-    services.append_messages(  # m295 to m399 move down one: the page's numbers are stale
-        conversation_id=conversation.pk, messages=parse([user("from elsewhere")]), via="tests"
-    )
+    heal_elsewhere(conversation)  # m295 to m399 move down one: the page's numbers are stale
 
     page.get_by_role("link", name="Load earlier messages").click()
     page.get_by_role("link", name="Show the conversation as it is now, from message 296").click()
@@ -214,9 +215,7 @@ def test_going_back_after_a_filter_restores_the_list_without_errors(
 def test_a_turn_sent_mid_buffer_shows_the_placeholder_and_brings_the_turn_into_view(
     page: Page, live_server: LiveServer
 ) -> None:
-    messages = [user(f"message {n}") for n in range(400)]
-    messages[244] = assistant("c244")
-    conversation = store(messages)
+    conversation = crashed_at_244()
     page.goto(f"{live_server.url}/c/{conversation.pk}/?at=240#m-244")
 
     page.get_by_label("Your turn").fill("Still there?")
